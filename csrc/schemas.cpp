@@ -1,0 +1,29 @@
+// Every operator of the workbook, declared once: name, argument types, return types, aliasing.
+// This file has no kernels. Kernels live in one file per dispatch key (cpu.cpp, meta.cpp, ...),
+// registered with TORCH_LIBRARY_IMPL, which any number of files may do for the same namespace.
+// TORCH_LIBRARY itself may appear only once per namespace in a process.
+#include <torch/library.h>
+
+TORCH_LIBRARY(workbook, m) {
+  // Elementwise sum of two tensors of the same shape and dtype (seed 002's myadd).
+  m.def("add(Tensor self, Tensor other) -> Tensor");
+
+  // In-place: adds `other` into `self`. `Tensor(a!)` declares that `self` is written to.
+  // Mutated tensors are not returned (a custom op may not return an alias of a mutated input).
+  m.def("add_(Tensor(a!) self, Tensor other) -> ()");
+
+  // out= form: writes the sum into a caller-provided tensor.
+  m.def("add_out(Tensor self, Tensor other, *, Tensor(a!) out) -> ()");
+
+  // Sum of all elements as a 0-dim tensor (seed 000's all_reduce). Like torch.sum, integer
+  // inputs accumulate into int64 unless `dtype` says otherwise. `*` makes dtype keyword-only;
+  // `ScalarType?` with `=None` makes it optional.
+  m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor");
+
+  // 2-D matrix product (seed 004's custom matmul).
+  m.def("matmul(Tensor self, Tensor other) -> Tensor");
+
+  // A view: row `index` of a matrix. `Tensor(a) self -> Tensor(a)` promises that the output
+  // shares storage with `self` (it aliases it) and that nothing is written.
+  m.def("row(Tensor(a) self, int index) -> Tensor(a)");
+}

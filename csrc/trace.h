@@ -1,0 +1,72 @@
+// A header-only recorder of the dispatcher's path. A kernel records itself in one line:
+//
+//     workbook::trace::Scope scope("add", ks, self, other);
+//
+// where `ks` is the c10::DispatchKeySet the kernel received as its first argument. The
+// dispatcher hands each kernel the keyset it dispatched on, so the highest-priority key in
+// `ks` is the key this kernel was picked for. The event keeps (operator, that key, the whole
+// keyset, nesting depth, argument dtypes). Nesting: a Scope lives until the kernel returns, so
+// a kernel that redispatches sees the next kernel record at depth + 1.
+//
+// One log per process: a static local of an inline function is one object per program, and on
+// Linux g++ marks it STB_GNU_UNIQUE, so every extension library that includes this header
+// (cpu.cpp's, autograd.cpp's, ...) writes to the same log even though each is loaded separately.
+// trace_ops.cpp exposes the log to Python. Recording is off until Python turns it on, and it is
+// meant for one call at a time: depth is counted per process, not per thread.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/DispatchKeySet.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace workbook::trace {
+
+struct Event {
+  std::string op;
+  c10::DispatchKey key;
+  c10::DispatchKeySet keyset;
+  int depth;
+  std::string dtypes;  // e.g. "Float,Float"
+};
+
+struct Log {
+  std::mutex mutex;
+  std::vector<Event> events;
+  bool enabled = false;
+  int depth = 0;
+};
+
+inline Log& log() {
+  static Log instance;
+  return instance;
+}
+
+class Scope {
+ public:
+  template <typename... Tensors>
+  Scope(const char* op, c10::DispatchKeySet ks, const Tensors&... args) {
+    Log& l = log();
+    std::lock_guard<std::mutex> guard(l.mutex);
+    if (!l.enabled) return;
+    recording_ = true;
+    std::string dtypes;
+    ((dtypes += (dtypes.empty() ? "" : ",") + std::string(c10::toString(args.scalar_type()))), ...);
+    l.events.push_back({op, ks.highestPriorityTypeId(), ks, l.depth++, std::move(dtypes)});
+  }
+  ~Scope() {
+    if (!recording_) return;
+    Log& l = log();
+    std::lock_guard<std::mutex> guard(l.mutex);
+    --l.depth;
+  }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+ private:
+  bool recording_ = false;
+};
+
+}  // namespace workbook::trace

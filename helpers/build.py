@@ -1,0 +1,190 @@
+"""Compile and load the workbook's C++ layers, one shared library per layer.
+
+A *layer* is a set of files in csrc/ that registers one thing with the dispatcher: the schemas
+(TORCH_LIBRARY), or the kernels for one dispatch key (TORCH_LIBRARY_IMPL). Lessons load the layers
+they need, in order, into the running process:
+
+    from helpers import build
+    build.load("schemas")   # the operator declarations (and the trace recorder's ops)
+    build.load("cpu")       # CPU kernels; now torch.ops.workbook.add(x, y) runs
+
+What this adds to torch.utils.cpp_extension.load:
+- Fast builds: only the headers each file includes (no implicit torch/extension.h) and -O3.
+- A cache key over every csrc file involved, headers included, so editing a header rebuilds.
+- A guard against loading a second library that registers an already registered namespace;
+  the process would abort (and the Jupyter kernel with it). You get a Python error instead.
+- Compiler errors cut down to the first diagnostics, with file:line.
+- Build progress on stderr, so a long compile shows it is working and notebooks' compared
+  outputs stay clean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.utils.cpp_extension
+
+REPO = Path(__file__).resolve().parent.parent
+CSRC = REPO / "csrc"
+BUILD_DIR = Path(os.environ.get("WORKBOOK_BUILD_DIR", REPO / "build")) / "extensions"
+
+# Layer name -> the csrc files compiled into its library.
+LAYERS: dict[str, list[str]] = {
+    "schemas": ["schemas.cpp", "trace_ops.cpp"],
+    "cpu": ["cpu.cpp"],
+}
+
+# JIT builds pass no optimization flag by default: kernels would run at -O0.
+CFLAGS = ["-O3"]
+
+
+class CompileError(RuntimeError):
+    """The compiler rejected a csrc file. The message holds its first diagnostics."""
+
+
+class NamespaceAlreadyRegistered(RuntimeError):
+    """Loading this library would register an operator namespace a second time."""
+
+
+@dataclass
+class Built:
+    layer: str
+    library: Path  # the .so file
+    seconds: float  # time spent in this call: compiling (cold) or checking (warm)
+    compiled: bool  # False when an up-to-date library was found
+
+
+def layer_sources(layer: str) -> list[Path]:
+    if layer not in LAYERS:
+        raise KeyError(f"unknown layer {layer!r}; layers are: {', '.join(LAYERS)}")
+    return [CSRC / name for name in LAYERS[layer]]
+
+
+def cache_key(sources: list[Path], cflags: list[str] = CFLAGS) -> str:
+    """Hash of the sources, every header in csrc/, the flags, the torch version and the build folder.
+
+    The folder counts because torch renames a library (name_v1, ...) when a name it has already
+    built in this process is built again somewhere else.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(sources) + sorted(CSRC.rglob("*.h")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(" ".join(cflags).encode() + torch.__version__.encode() + str(BUILD_DIR).encode())
+    return digest.hexdigest()[:10]
+
+
+def defined_namespaces(sources: list[Path]) -> set[str]:
+    """Namespaces these files open with TORCH_LIBRARY (not _IMPL, not _FRAGMENT)."""
+    pattern = re.compile(r"^\s*TORCH_LIBRARY\(\s*(\w+)\s*,", re.MULTILINE)
+    return {ns for path in sources for ns in pattern.findall(path.read_text())}
+
+
+def registered_namespaces() -> set[str]:
+    """Namespaces that already have operators in this process."""
+    return {name.split("::")[0] for name in torch._C._dispatch_get_all_op_names()}
+
+
+def check_namespaces_free(layer: str, sources: list[Path], library: Path) -> None:
+    taken = defined_namespaces(sources) & registered_namespaces()
+    if not taken:
+        return
+    owners = sorted(p for p in torch.ops.loaded_libraries if Path(p).name.startswith(f"workbook_{layer}_"))
+    ns = ", ".join(sorted(taken))
+    raise NamespaceAlreadyRegistered(
+        f"Layer {layer!r} defines namespace {ns} with TORCH_LIBRARY, and this process already has it"
+        + (f" (from {owners[0]})" if owners else "")
+        + ". A namespace can be defined once per process: loading a second definition aborts the "
+        "process, so it was not loaded. You most likely edited a csrc file after loading it. "
+        "Restart the kernel (Kernel > Restart) and run the notebook again to load the new version."
+    )
+
+
+def _first_diagnostics(ninja_output: str, limit: int = 3) -> str:
+    """The first `limit` compiler errors with the two lines of context g++ prints after each."""
+    lines = ninja_output.splitlines()
+    picked: list[str] = []
+    found = 0
+    for i, line in enumerate(lines):
+        if re.match(r"^\S+?:\d+:\d+: (fatal )?error:", line):
+            found += 1
+            if found > limit:
+                break
+            path, rest = line.split(":", 1)
+            shown = os.path.relpath(path, REPO) if os.path.isabs(path) else path
+            picked.append(f"{shown}:{rest}")
+            picked.extend(lines[i + 1 : i + 3])
+    return "\n".join(picked) if picked else ninja_output[-2000:]
+
+
+class _Heartbeat:
+    """Prints a line to stderr every few seconds while a compile runs."""
+
+    def __init__(self, what: str, every: float = 10.0):
+        self.what, self.every = what, every
+        self._done = threading.Event()
+
+    def __enter__(self):
+        self._start = time.perf_counter()
+        threading.Thread(target=self._beat, daemon=True).start()
+        return self
+
+    def _beat(self):
+        while not self._done.wait(self.every):
+            print(f"  ... still compiling {self.what} ({time.perf_counter() - self._start:.0f} s)", file=sys.stderr)
+
+    def __exit__(self, *exc):
+        self._done.set()
+
+
+def library_path(layer: str) -> Path:
+    sources = layer_sources(layer)
+    name = f"workbook_{layer}_{cache_key(sources)}"
+    return (BUILD_DIR / name / f"{name}.so").resolve()
+
+
+def load(layer: str) -> Built:
+    """Compile a layer if its library is missing or out of date, then load it into this process.
+
+    Loading the same build twice is a no-op. Loading a *different* build of a layer that defines a
+    namespace already in the process raises NamespaceAlreadyRegistered instead of aborting.
+    """
+    sources = layer_sources(layer)
+    library = library_path(layer)
+    if str(library) not in torch.ops.loaded_libraries:
+        check_namespaces_free(layer, sources, library)
+    library.parent.mkdir(parents=True, exist_ok=True)
+    cold = not library.exists()
+    if cold:
+        print(f"Building layer {layer!r} from {', '.join(p.name for p in sources)} ...", file=sys.stderr)
+    start = time.perf_counter()
+    try:
+        with _Heartbeat(f"layer {layer!r}"):
+            torch.utils.cpp_extension.load(
+                name=library.stem,
+                sources=[str(p) for p in sources],
+                extra_cflags=CFLAGS,
+                extra_include_paths=[str(CSRC)],
+                build_directory=str(library.parent),
+                is_python_module=False,  # a plain library: its static initializers register the ops
+                verbose=False,
+            )
+    except RuntimeError as error:
+        if not str(error).startswith("Error building extension"):
+            raise
+        output = getattr(error.__cause__, "output", None) or b""
+        text = output.decode(errors="replace") if isinstance(output, bytes) else str(output)
+        raise CompileError(
+            f"Layer {layer!r} failed to compile. First errors:\n\n{_first_diagnostics(text or str(error))}"
+        ) from None
+    seconds = time.perf_counter() - start
+    if cold:
+        print(f"Built layer {layer!r} in {seconds:.1f} s", file=sys.stderr)
+    return Built(layer, library, seconds, compiled=cold)

@@ -1,0 +1,133 @@
+"""Pictures of the dispatcher: a key ladder per call, and a map of dispatch tables.
+
+    plot.ladders([trace.call(op, x), trace.call(op, x_grad)], titles=["plain", "requires_grad"]);
+    plot.table_map([torch.ops.workbook.add, torch.ops.aten.add.Tensor]);
+
+Both return the matplotlib Figure; end the cell with `;` so Jupyter shows it once.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.patches import FancyBboxPatch, Patch
+
+from . import trace as tr
+
+COLORS = {
+    "workbook kernel": "#2e9d5b",
+    "torch kernel": "#4a7fc1",
+    "composite kernel": "#8e6cc0",
+    "fallback": "#e0a040",
+    "fallthrough": "#d9d9d9",
+    "excluded": "#ffffff",
+    "missing": "#d64545",
+    "not reached": "#f3f3f3",
+}
+
+
+def _category(step: tr.Step) -> str:
+    if step.status != "kernel":
+        return step.status
+    return _entry_category(step.entry)
+
+
+def _entry_category(entry: tr.Entry | None) -> str:
+    if entry is None:
+        return "missing"
+    if entry.fallthrough:
+        return "fallthrough"
+    if entry.ours:
+        return "workbook kernel"
+    if entry.kind == "backend fallback":
+        return "fallback"
+    if entry.kind in ("math kernel", "default backend kernel"):
+        return "composite kernel"
+    return "torch kernel"
+
+
+def _box(ax, x, y, color, label, dashed=False, width=0.9):
+    ax.add_patch(FancyBboxPatch((x - width / 2, y - 0.35), width, 0.7, boxstyle="round,pad=0.02",
+                                facecolor=color, edgecolor="#555555", linestyle="--" if dashed else "-"))
+    ax.text(x, y, label, ha="center", va="center", fontsize=8)
+
+
+def _arrows(ax, x, ys):
+    for y0, y1 in zip(ys, ys[1:]):
+        ax.annotate("", xy=(x, y1 + 0.36), xytext=(x, y0 - 0.36),
+                    arrowprops=dict(arrowstyle="->", color="#222222", lw=1.4))
+
+
+def ladder(t: tr.Trace, ax=None, title: str | None = None):
+    """One call: its keys in priority order (top = tried first). Left column: what the prediction
+    says the dispatcher does at each key. Right column: the workbook kernels that ran (recorded),
+    with the dtypes they saw."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.2, 0.55 * len(t.predicted) + 1.4))
+    rows = {step.key: -i for i, step in enumerate(t.predicted)}
+    for step in t.predicted:
+        category = _category(step)
+        label = step.key if step.status == "kernel" else f"{step.key} ({step.status})"
+        _box(ax, 0, rows[step.key], COLORS[category], label, dashed=step.status == "excluded")
+    _arrows(ax, 0, [rows[k] for k in t.predicted_path])
+    recorded_rows = []
+    for event in t.recorded:
+        y = rows.get(event.key, min(rows.values(), default=0) - 1)
+        recorded_rows.append(y)
+        _box(ax, 1, y, COLORS["workbook kernel"], f"{event.key}\n{','.join(event.dtypes)}", width=0.8)
+    _arrows(ax, 1, recorded_rows)
+    ax.set_xlim(-0.55, 1.5)
+    ax.set_ylim(min(rows.values(), default=0) - 0.7, 0.7)
+    ax.set_xticks([0, 1], ["predicted", "recorded"])
+    ax.set_yticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    verdict = "error: " + type(t.error).__name__ if t.error else ("agree" if t.agrees else "DISAGREE")
+    ax.set_title(f"{title or t.op}\n({verdict})", fontsize=9)
+    return ax.figure
+
+
+def _legend(fig, categories):
+    handles = [Patch(facecolor=COLORS[c], edgecolor="#555555", label=c) for c in categories]
+    fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=8, frameon=False)
+
+
+def ladders(traces: list[tr.Trace], titles: list[str] | None = None):
+    """Several calls side by side, sharing one legend."""
+    height = 0.55 * max(len(t.predicted) for t in traces) + 1.8
+    fig, axes = plt.subplots(1, len(traces), figsize=(4.6 * len(traces), height), squeeze=False)
+    for i, (t, ax) in enumerate(zip(traces, axes[0])):
+        ladder(t, ax=ax, title=titles[i] if titles else None)
+    used = {_category(s) for t in traces for s in t.predicted}
+    _legend(fig, [c for c in COLORS if c in used or (c == "workbook kernel" and any(t.recorded for t in traces))])
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+# Keys worth a column in a table map, highest priority first.
+DEFAULT_KEYS = ["AutocastCPU", "AutocastCUDA", "FuncTorchBatched", "Functionalize", "AutogradCPU", "AutogradCUDA",
+                "AutogradMeta", "ADInplaceOrView", "BackendSelect", "Python", "CPU", "CUDA", "Meta"]
+
+
+def table_map(ops, keys: list[str] | None = None, title: str = "computed dispatch tables"):
+    """Operators x dispatch keys: what each op's computed table holds at each key."""
+    keys = keys or DEFAULT_KEYS
+    names = [tr.op_name(op) for op in ops]
+    fig, ax = plt.subplots(figsize=(0.75 * len(keys) + 2.6, 0.5 * len(names) + 2.2))
+    used = set()
+    for row, name in enumerate(names):
+        table = tr.dispatch_table(name)
+        for col, key in enumerate(keys):
+            category = _entry_category(table.get(key))
+            used.add(category)
+            ax.add_patch(plt.Rectangle((col, -row - 1), 1, 1, facecolor=COLORS[category], edgecolor="white", lw=2))
+    ax.set_xlim(0, len(keys))
+    ax.set_ylim(-len(names), 0)
+    ax.set_xticks([c + 0.5 for c in range(len(keys))], keys, rotation=60, ha="right", fontsize=8)
+    ax.set_yticks([-r - 0.5 for r in range(len(names))], names, fontsize=9)
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_title(title, fontsize=10)
+    _legend(fig, [c for c in COLORS if c in used])
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig

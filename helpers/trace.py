@@ -1,0 +1,305 @@
+"""See the dispatcher's path for one call: predicted from the rules, and recorded by the kernels.
+
+    from helpers import trace
+    t = trace.call(torch.ops.workbook.add, x, y)
+    t.predicted   # keys the dispatcher will visit, worked out in Python before the call
+    t.recorded    # keys whose kernels ran, as logged by csrc/trace.h during the call
+    t.result      # what the op returned
+
+The prediction uses nothing but public facts about the process, so it works for any operator,
+native aten ops included (there, only the prediction is available):
+
+1. The keyset: the union of the dispatch keys of every tensor argument, plus the thread-local
+   *include* set, minus the thread-local *exclude* set (autocast and inference_mode change these).
+2. The op's computed dispatch table: for each key, a kernel, a fallthrough, or nothing.
+3. The walk: take the highest-priority key. A fallthrough is skipped. A kernel is called; if it is
+   a wrapper (autograd, autocast, ...) it hands the call on to the keys after its own, so the walk
+   continues with `keyset & full_after(key)`. A backend kernel (CPU, CUDA, Meta, ...) ends it.
+   A key with no kernel ends it with the dispatcher's "could not run" error.
+
+Step 3 assumes that every wrapper redispatches to the next key. The workbook's kernels do; torch's
+own may set guards that skip keys (its autograd kernels skip ADInplaceOrView), so for a native
+op read the prediction as "the keys the dispatcher routes through", not a recording.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .build import CSRC
+
+C = torch._C
+
+EMPTY_KEYSET = C.DispatchKeySet(C.DispatchKey.Undefined)
+
+
+# ---------------------------------------------------------------------------------------------
+# Keys and keysets
+
+
+def key_names(keyset: C.DispatchKeySet) -> list[str]:
+    """The keys of a keyset, highest priority first."""
+    names = []
+    # Removing keys can leave backend bits behind, so "empty" means: no key left to pick.
+    while (key := keyset.highestPriorityTypeId()) != C.DispatchKey.Undefined:
+        names.append(C._dispatch_key_name(key))
+        keyset = keyset & C._dispatch_keyset_full_after(key)
+    return names
+
+
+def is_backend_key(name: str) -> bool:
+    """CPU, CUDA, Meta, SparseCPU, ...: keys whose kernels compute rather than hand on.
+
+    In c10's DispatchKey enum these are the runtime keys from the first dense backend (CPU) to the
+    last nested-tensor backend; Autograd<Backend> keys come after them.
+    """
+    value = getattr(C.DispatchKey, name).value
+    return C.DispatchKey.StartOfDenseBackends.value < value <= C.DispatchKey.EndOfNestedTensorBackends.value
+
+
+def _tensors(values) -> list[torch.Tensor]:
+    found = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(_tensors(value))
+    return found
+
+
+@dataclass
+class Keyset:
+    """How the dispatcher computes the keyset of a call, term by term."""
+
+    from_tensors: C.DispatchKeySet
+    tls_include: C.DispatchKeySet
+    tls_exclude: C.DispatchKeySet
+
+    @property
+    def effective(self) -> C.DispatchKeySet:
+        return (self.from_tensors | self.tls_include) - self.tls_exclude
+
+    @property
+    def excluded(self) -> list[str]:
+        """Keys the tensors or the include set bring that the exclude set takes away."""
+        present = key_names(self.from_tensors | self.tls_include)
+        remaining = set(key_names(self.effective))
+        return [name for name in present if name not in remaining]
+
+    def __repr__(self) -> str:
+        return (
+            f"tensors:     {', '.join(key_names(self.from_tensors))}\n"
+            f"+ include:   {', '.join(key_names(self.tls_include)) or '-'}\n"
+            f"- exclude:   {', '.join(self.excluded) or '-'}   (the excluded keys that matter here)\n"
+            f"= effective: {', '.join(key_names(self.effective))}"
+        )
+
+
+def keyset_of(*args, **kwargs) -> Keyset:
+    """The keyset the dispatcher computes for a call with these arguments, in this thread, now."""
+    from_tensors = EMPTY_KEYSET
+    for tensor in _tensors(list(args) + list(kwargs.values())):
+        from_tensors = from_tensors | C._dispatch_keys(tensor)
+    return Keyset(from_tensors, C._dispatch_tls_local_include_set(), C._dispatch_tls_local_exclude_set())
+
+
+# ---------------------------------------------------------------------------------------------
+# Dispatch tables
+
+
+@dataclass
+class Entry:
+    """One row of an operator's computed dispatch table."""
+
+    key: str
+    kind: str  # "kernel", "autograd kernel", "backend fallback", "math kernel", ...
+    fallthrough: bool
+    registered_at: str  # "file:line"
+
+    @property
+    def ours(self) -> bool:
+        """Registered by a file in this workbook's csrc/."""
+        return self.registered_at.startswith(str(CSRC))
+
+    @property
+    def where(self) -> str:
+        """Where it was registered, short: csrc/cpu.cpp:123 or torch's file name."""
+        path, _, line = self.registered_at.rpartition(":")
+        if self.ours:
+            return f"csrc/{path[len(str(CSRC)) + 1:]}:{line}"
+        return f"{path.rsplit('/', 1)[-1]}:{line}" if path else self.registered_at
+
+
+def op_name(op) -> str:
+    """'workbook::add' or 'aten::add.Tensor' from an op, an overload packet or a name."""
+    if isinstance(op, str):
+        return op
+    if isinstance(op, torch._ops.OpOverloadPacket):
+        if "default" not in op.overloads():
+            raise ValueError(f"{op} has overloads {op.overloads()}; pass one, e.g. {op}.{op.overloads()[0]}")
+        op = op.default
+    schema = op._schema
+    return schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
+
+
+_ENTRY = re.compile(r"^(\w+): (fallthrough )?registered at (.*) \[(.+)\]$")
+
+
+def dispatch_table(op) -> dict[str, Entry]:
+    """The op's computed dispatch table: every key that has a kernel or a fallthrough."""
+    table = {}
+    for line in C._dispatch_dump_table(op_name(op)).splitlines():
+        match = _ENTRY.match(line.strip())
+        if match:
+            key, fallthrough, where, kind = match.groups()
+            table[key] = Entry(key, kind, bool(fallthrough), where)
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# The walk
+
+
+@dataclass
+class Step:
+    key: str
+    status: str  # "kernel", "fallthrough", "excluded", "missing", "not reached"
+    entry: Entry | None = None
+
+
+def predict(op, *args, **kwargs) -> list[Step]:
+    """Every key of the call's keyset, in priority order, with what the dispatcher does there."""
+    keys = keyset_of(*args, **kwargs)
+    table = dispatch_table(op)
+    effective = keys.effective
+    steps: list[Step] = []
+    for name in keys.excluded:
+        steps.append(Step(name, "excluded", table.get(name)))
+    ended = False
+    for name in key_names(effective):
+        entry = table.get(name)
+        if ended:
+            status = "not reached"
+        elif entry is None:
+            status, ended = "missing", True
+        elif entry.fallthrough:
+            status = "fallthrough"
+        else:
+            status = "kernel"
+            ended = is_backend_key(name) or entry.kind == "math kernel"
+        steps.append(Step(name, status, entry))
+    order = {name: i for i, name in enumerate(key_names(keys.from_tensors | keys.tls_include))}
+    return sorted(steps, key=lambda step: order[step.key])
+
+
+def path(steps: list[Step], ours_only: bool = False) -> list[str]:
+    """The keys whose kernels run, in order (optionally only the workbook's own kernels)."""
+    return [s.key for s in steps if s.status == "kernel" and (not ours_only or s.entry.ours)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording
+
+
+@dataclass
+class Event:
+    """One kernel that ran, as csrc/trace.h logged it."""
+
+    op: str
+    key: str
+    keyset: list[str]
+    depth: int
+    dtypes: list[str]
+
+
+def _parse_events(text: str) -> list[Event]:
+    events = []
+    for line in text.splitlines():
+        op, key, keyset, depth, dtypes = line.split("\t")
+        keys = keyset[len("DispatchKeySet(") : -1].split(", ") if keyset != "DispatchKeySet()" else []
+        events.append(Event(op, key, keys, int(depth), dtypes.split(",") if dtypes else []))
+    return events
+
+
+def recorder_loaded() -> bool:
+    return hasattr(torch.ops, "workbook_trace") and "workbook_trace::stop" in C._dispatch_get_all_op_names()
+
+
+@contextmanager
+def recording():
+    """Record every workbook kernel that runs inside the block: `with recording() as events: ...`"""
+    if not recorder_loaded():
+        raise RuntimeError("The trace recorder is not loaded: run helpers.build.load('schemas') first.")
+    events: list[Event] = []
+    torch.ops.workbook_trace.start()
+    try:
+        yield events
+    finally:
+        events.extend(_parse_events(torch.ops.workbook_trace.stop()))
+
+
+@dataclass
+class Trace:
+    op: str
+    keyset: Keyset
+    predicted: list[Step]
+    recorded: list[Event] = field(default_factory=list)
+    result: Any = None
+    error: Exception | None = None
+
+    @property
+    def predicted_path(self) -> list[str]:
+        return path(self.predicted)
+
+    @property
+    def recorded_path(self) -> list[str]:
+        return [e.key for e in self.recorded]
+
+    @property
+    def agrees(self) -> bool:
+        """The workbook's kernels ran exactly where the prediction put them."""
+        return path(self.predicted, ours_only=True) == self.recorded_path
+
+    def __repr__(self) -> str:
+        marks = {"kernel": "->", "fallthrough": "  skip", "excluded": "  excluded", "missing": "!! missing",
+                 "not reached": "  ."}
+        rows = [f"{self.op}"]
+        for step in self.predicted:
+            who = f"  [{step.entry.where}]" if step.entry and step.status == "kernel" else ""
+            rows.append(f"  {marks[step.status]:<11} {step.key}{who}")
+        rows.append(f"  predicted: {' -> '.join(self.predicted_path) or '(none)'}")
+        if recorder_loaded():
+            shown = [f"{e.key}({','.join(e.dtypes)})" for e in self.recorded]
+            rows.append(f"  recorded:  {' -> '.join(shown) or '(no workbook kernel ran)'}")
+        if self.error is not None:
+            rows.append(f"  error:     {type(self.error).__name__}: {str(self.error).splitlines()[0]}")
+        return "\n".join(rows)
+
+
+def call(op, *args, **kwargs) -> Trace:
+    """Predict the path of `op(*args, **kwargs)`, then call it while recording.
+
+    A call that raises is kept in `.error` rather than raised, so the trace of a failing call
+    (a missing kernel, a bad argument) can be looked at and plotted too.
+    """
+    result = Trace(op_name(op), keyset_of(*args, **kwargs), predict(op, *args, **kwargs))
+    fn = op if callable(op) else None
+    if fn is None:
+        raise TypeError("pass the op itself (e.g. torch.ops.workbook.add), not its name, to call it")
+    try:
+        if recorder_loaded():
+            with recording() as events:
+                result.result = fn(*args, **kwargs)
+            result.recorded = events
+        else:
+            result.result = fn(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - kept on the trace, shown by repr and plots
+        result.error = error
+        if recorder_loaded():
+            result.recorded = events
+    return result

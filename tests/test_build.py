@@ -1,0 +1,87 @@
+"""helpers/build.py: the cache key, rebuilds on header edits, the namespace guard, compile errors."""
+
+import ctypes
+import shutil
+
+import pytest
+import torch
+
+from helpers import build
+
+TINY_SOURCE = """#include "tiny.h"
+extern "C" int tiny_value() { return TINY_VALUE; }
+"""
+
+
+@pytest.fixture
+def tiny_csrc(tmp_path, monkeypatch):
+    """A throw-away csrc/ with one tiny layer (no torch headers: it compiles in about a second)."""
+    csrc = tmp_path / "csrc"
+    csrc.mkdir()
+    (csrc / "tiny.cpp").write_text(TINY_SOURCE)
+    (csrc / "tiny.h").write_text("#define TINY_VALUE 1\n")
+    monkeypatch.setattr(build, "CSRC", csrc)
+    monkeypatch.setattr(build, "BUILD_DIR", tmp_path / "build")
+    monkeypatch.setattr(build, "LAYERS", {"tiny": ["tiny.cpp"], "broken": ["broken.cpp"]})
+    return csrc
+
+
+def test_warm_load_finds_the_library_and_does_not_compile(tiny_csrc):
+    first = build.load("tiny")
+    again = build.load("tiny")
+    assert first.compiled and not again.compiled
+    assert again.library == first.library
+
+
+def test_editing_a_header_rebuilds(tiny_csrc):
+    before = build.load("tiny")
+    assert ctypes.CDLL(str(before.library)).tiny_value() == 1
+    (tiny_csrc / "tiny.h").write_text("#define TINY_VALUE 2\n")
+    after = build.load("tiny")
+    assert after.compiled and after.library != before.library
+    assert ctypes.CDLL(str(after.library)).tiny_value() == 2
+
+
+def test_cache_key_covers_sources_headers_and_flags(tiny_csrc):
+    sources = [tiny_csrc / "tiny.cpp"]
+    key = build.cache_key(sources)
+    assert build.cache_key(sources, cflags=["-O0"]) != key
+    (tiny_csrc / "unrelated.h").write_text("// any header in csrc counts\n")
+    assert build.cache_key(sources) != key
+
+
+def test_compile_error_shows_first_diagnostic_with_file_and_line(tiny_csrc):
+    (tiny_csrc / "broken.cpp").write_text("int ok() { return 0; }\nint broken() { return undeclared_name; }\n")
+    with pytest.raises(build.CompileError) as error:
+        build.load("broken")
+    message = str(error.value)
+    assert "broken.cpp:2:" in message and "undeclared_name" in message
+    assert len(message.splitlines()) < 15, "the message should be the diagnostics, not the whole ninja log"
+
+
+def test_redefining_a_loaded_namespace_raises_instead_of_aborting(workbook, tmp_path, monkeypatch):
+    # An edited copy of schemas.cpp is a different library defining the same namespace.
+    csrc = tmp_path / "csrc"
+    shutil.copytree(build.CSRC, csrc)
+    (csrc / "schemas.cpp").write_text((csrc / "schemas.cpp").read_text() + "// edited\n")
+    monkeypatch.setattr(build, "CSRC", csrc)
+    with pytest.raises(build.NamespaceAlreadyRegistered, match="Restart the kernel"):
+        build.load("schemas")
+    assert torch.ops.workbook.add(torch.ones(2), torch.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_loading_the_same_build_again_is_a_no_op(workbook):
+    loaded = set(torch.ops.loaded_libraries)
+    build.load("schemas")
+    assert set(torch.ops.loaded_libraries) == loaded
+
+
+def test_defined_namespaces_ignores_impl_and_fragment(tmp_path):
+    source = tmp_path / "x.cpp"
+    source.write_text("TORCH_LIBRARY(alpha, m) {}\nTORCH_LIBRARY_IMPL(beta, CPU, m) {}\nTORCH_LIBRARY_FRAGMENT(gamma, m) {}\n")
+    assert build.defined_namespaces([source]) == {"alpha"}
+
+
+def test_unknown_layer_lists_the_known_ones():
+    with pytest.raises(KeyError, match="schemas"):
+        build.layer_sources("no_such_layer")

@@ -1,0 +1,100 @@
+"""helpers/trace.py: the predicted path equals the recorded one, for many keysets."""
+
+import pytest
+import torch
+
+from helpers import plot, trace
+
+
+def make(kind):
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    if kind == "requires_grad":
+        x.requires_grad_()
+    return x, y
+
+
+CONTEXTS = {
+    "plain": lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),  # changes no keys
+    "no_grad": torch.no_grad,
+    "inference_mode": torch.inference_mode,
+    "autocast": lambda: torch.autocast("cpu", dtype=torch.bfloat16),
+}
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+@pytest.mark.parametrize("kind", ["plain", "requires_grad"])
+@pytest.mark.parametrize("op_name", ["add", "matmul", "sum"])
+def test_predicted_path_matches_recorded_path(workbook, op_name, kind, context):
+    x, y = make(kind)
+    args = (x,) if op_name == "sum" else (x, y.T.contiguous() if op_name == "matmul" else y)
+    with CONTEXTS[context]():
+        t = trace.call(getattr(workbook, op_name), *args)
+    assert t.error is None
+    assert t.recorded_path == ["CPU"]
+    assert t.agrees
+
+
+def test_recorded_event_has_op_keyset_depth_and_dtypes(workbook):
+    x, y = make("plain")
+    t = trace.call(workbook.add, x, y)
+    (event,) = t.recorded
+    assert (event.op, event.key, event.depth, event.dtypes) == ("add", "CPU", 0, ["Float", "Float"])
+    assert "CPU" in event.keyset
+
+
+def test_keyset_of_cpu_tensor_and_tls_sets():
+    x = torch.ones(2)
+    keys = trace.keyset_of(x)
+    assert trace.key_names(keys.from_tensors) == ["AutocastCPU", "AutogradCPU", "ADInplaceOrView", "CPU"]
+    assert "AutocastCPU" not in trace.key_names(keys.effective)  # excluded until autocast is on
+    with torch.autocast("cpu"):
+        assert "AutocastCPU" in trace.key_names(trace.keyset_of(x).effective)
+    with torch.inference_mode():
+        # Autograd keys are excluded; x was made outside the mode, so it still carries ADInplaceOrView.
+        assert trace.keyset_of(x).excluded == ["AutocastCPU", "AutogradCPU"]
+        assert trace.key_names(trace.keyset_of(x).effective) == ["ADInplaceOrView", "BackendSelect", "CPU"]
+
+
+@pytest.mark.parametrize(
+    "context, expected",
+    [
+        (CONTEXTS["plain"], ["AutogradCPU", "CPU"]),
+        (CONTEXTS["inference_mode"], ["CPU"]),
+        (CONTEXTS["autocast"], ["AutocastCPU", "AutogradCPU", "CPU"]),
+    ],
+)
+def test_predicts_native_aten_ops(context, expected):
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    with context():
+        assert trace.call(torch.ops.aten.mm.default, a, b).predicted_path == expected
+
+
+def test_missing_kernel_is_predicted_and_the_error_kept(workbook):
+    # No Meta kernel yet: torch's Meta fallback runs and raises.
+    x = torch.ones(2, device="meta")
+    t = trace.call(workbook.add, x, x)
+    assert t.predicted_path == ["AutogradMeta", "Meta"]
+    assert isinstance(t.error, NotImplementedError) and t.recorded == []
+
+
+def test_dispatch_table_marks_our_kernels_and_fallthroughs(workbook):
+    table = trace.dispatch_table(workbook.add)
+    assert table["CPU"].ours and table["CPU"].where.startswith("csrc/cpu.cpp:")
+    assert table["ADInplaceOrView"].fallthrough
+    assert "CUDA" not in table
+
+
+def test_op_name_forms(workbook):
+    assert trace.op_name(workbook.add) == trace.op_name(workbook.add.default) == "workbook::add"
+    assert trace.op_name(torch.ops.aten.add.Tensor) == "aten::add.Tensor"
+    with pytest.raises(ValueError, match="overloads"):
+        trace.op_name(torch.ops.aten.sub_)
+
+
+def test_plots_draw_one_panel_per_trace_and_a_table(workbook):
+    x, y = make("plain")
+    fig = plot.ladders([trace.call(workbook.add, x, y), trace.call(torch.ops.aten.add.Tensor, x, y)])
+    assert len(fig.axes) == 2
+    fig = plot.table_map([workbook.add, torch.ops.aten.add.Tensor], keys=["AutogradCPU", "CPU", "Meta"])
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["AutogradCPU", "CPU", "Meta"]

@@ -1,9 +1,4 @@
-"""pytest configuration shared by the unit tests and the notebooks (run under nbval)."""
-
-import os
-
-# Figures render off-screen in tests; notebooks use Jupyter's inline backend regardless.
-os.environ.setdefault("MPLBACKEND", "Agg")
+"""pytest configuration for the notebooks, which run under nbval (unit tests: tests/conftest.py)."""
 
 
 def pytest_collectstart(collector):

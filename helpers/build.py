@@ -40,6 +40,9 @@ BUILD_DIR = Path(os.environ.get("WORKBOOK_BUILD_DIR", REPO / "build")) / "extens
 LAYERS: dict[str, list[str]] = {
     "schemas": ["schemas.cpp", "trace_ops.cpp"],
     "cpu": ["cpu.cpp"],
+    # Lesson 01's pitfalls: what goes wrong, and the fix.
+    "duplicate_namespace": ["pitfalls/duplicate_namespace.cpp"],
+    "fragment": ["pitfalls/fragment.cpp"],
 }
 
 # JIT builds pass no optimization flag by default: kernels would run at -O0.
@@ -87,23 +90,32 @@ def defined_namespaces(sources: list[Path]) -> set[str]:
     return {ns for path in sources for ns in pattern.findall(path.read_text())}
 
 
-def registered_namespaces() -> set[str]:
-    """Namespaces that already have operators in this process."""
-    return {name.split("::")[0] for name in torch._C._dispatch_get_all_op_names()}
+def defined_ops(sources: list[Path]) -> set[str]:
+    """'ns::op' for every m.def in these files (each file opens at most one namespace)."""
+    opens = re.compile(r"^\s*TORCH_LIBRARY(?:_FRAGMENT)?\(\s*(\w+)\s*,", re.MULTILINE)
+    defs = re.compile(r"\bm\.def\(\s*\"(\w+)")
+    ops = set()
+    for path in sources:
+        text = path.read_text()
+        ops |= {f"{ns}::{name}" for ns in opens.findall(text) for name in defs.findall(text)}
+    return ops
 
 
-def check_namespaces_free(layer: str, sources: list[Path], library: Path) -> None:
-    taken = defined_namespaces(sources) & registered_namespaces()
-    if not taken:
+def check_namespaces_free(layer: str, sources: list[Path]) -> None:
+    """Refuse, with a Python error, a load that would abort the process: a second TORCH_LIBRARY for a
+    namespace, or a second definition of an operator (from a TORCH_LIBRARY_FRAGMENT)."""
+    existing_ops = set(torch._C._dispatch_get_all_op_names())
+    namespaces = defined_namespaces(sources) & {name.split("::")[0] for name in existing_ops}
+    ops = defined_ops(sources) & existing_ops
+    if not namespaces and not ops:
         return
-    owners = sorted(p for p in torch.ops.loaded_libraries if Path(p).name.startswith(f"workbook_{layer}_"))
-    ns = ", ".join(sorted(taken))
+    what = f"namespace {', '.join(sorted(namespaces))}" if namespaces else f"operator {', '.join(sorted(ops))}"
     raise NamespaceAlreadyRegistered(
-        f"Layer {layer!r} defines namespace {ns} with TORCH_LIBRARY, and this process already has it"
-        + (f" (from {owners[0]})" if owners else "")
-        + ". A namespace can be defined once per process: loading a second definition aborts the "
-        "process, so it was not loaded. You most likely edited a csrc file after loading it. "
-        "Restart the kernel (Kernel > Restart) and run the notebook again to load the new version."
+        f"Layer {layer!r} defines {what}, which this process already has. Each namespace has one TORCH_LIBRARY "
+        "and each operator one definition per process; a second one aborts the process, so the library was not "
+        "loaded. If you edited a csrc file after loading it, restart the kernel (Kernel > Restart) and run the "
+        "notebook again. If two libraries share a namespace on purpose, open it with TORCH_LIBRARY_FRAGMENT in "
+        "all but one, and define each operator once."
     )
 
 
@@ -159,7 +171,7 @@ def load(layer: str) -> Built:
     sources = layer_sources(layer)
     library = library_path(layer)
     if str(library) not in torch.ops.loaded_libraries:
-        check_namespaces_free(layer, sources, library)
+        check_namespaces_free(layer, sources)
     library.parent.mkdir(parents=True, exist_ok=True)
     cold = not library.exists()
     if cold:

@@ -1,9 +1,10 @@
 """Pictures of the dispatcher: a key ladder per call, and a map of dispatch tables.
 
-    plot.ladders([trace.call(op, x), trace.call(op, x_grad)], titles=["plain", "requires_grad"]);
-    plot.table_map([torch.ops.workbook.add, torch.ops.aten.add.Tensor]);
+    figure = plot.ladders([trace.call(op, x), trace.call(op, x_grad)], titles=["plain", "requires_grad"])
+    figure = plot.table_map([torch.ops.workbook.add, torch.ops.aten.add.Tensor])
 
-Both return the matplotlib Figure; end the cell with `;` so Jupyter shows it once.
+Both return the matplotlib Figure. In a notebook, assign it (`figure = plot.ladders(...)`): Jupyter
+shows it once, and nbval, which ignores a trailing `;`, finds no extra text output.
 """
 
 from __future__ import annotations
@@ -81,7 +82,12 @@ def ladder(t: tr.Trace, ax=None, title: str | None = None):
     ax.set_yticks([])
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    verdict = "error: " + type(t.error).__name__ if t.error else ("agree" if t.agrees else "DISAGREE")
+    if t.error:
+        verdict = "error: " + type(t.error).__name__
+    elif not t.recorded and not tr.path(t.predicted, ours_only=True):
+        verdict = "torch's kernels only: predicted, not recorded"
+    else:
+        verdict = "recorded = predicted" if t.agrees else "recorded != predicted"
     ax.set_title(f"{title or t.op}\n({verdict})", fontsize=9)
     return ax.figure
 

@@ -1,5 +1,9 @@
+import matplotlib
 import pytest
 import torch
+
+# Figures render off-screen here. (Not MPLBACKEND: notebook kernels started by nbval would inherit it.)
+matplotlib.use("Agg")
 
 from helpers import build
 

@@ -65,7 +65,7 @@ def test_redefining_a_loaded_namespace_raises_instead_of_aborting(workbook, tmp_
     shutil.copytree(build.CSRC, csrc)
     (csrc / "schemas.cpp").write_text((csrc / "schemas.cpp").read_text() + "// edited\n")
     monkeypatch.setattr(build, "CSRC", csrc)
-    with pytest.raises(build.NamespaceAlreadyRegistered, match="Restart the kernel"):
+    with pytest.raises(build.NamespaceAlreadyRegistered, match="restart the kernel"):
         build.load("schemas")
     assert torch.ops.workbook.add(torch.ones(2), torch.ones(2)).tolist() == [2.0, 2.0]
 
@@ -85,3 +85,16 @@ def test_defined_namespaces_ignores_impl_and_fragment(tmp_path):
 def test_unknown_layer_lists_the_known_ones():
     with pytest.raises(KeyError, match="schemas"):
         build.layer_sources("no_such_layer")
+
+
+def test_defined_ops_reads_library_and_fragment_defs(tmp_path):
+    source = tmp_path / "x.cpp"
+    source.write_text('TORCH_LIBRARY_FRAGMENT(alpha, m) {\n  m.def("one(Tensor x) -> Tensor");\n  m.def("two() -> ()");\n}\n')
+    assert build.defined_ops([source]) == {"alpha::one", "alpha::two"}
+
+
+def test_redefining_an_op_from_a_fragment_raises(workbook, tmp_path, monkeypatch):
+    source = tmp_path / "again.cpp"
+    source.write_text('TORCH_LIBRARY_FRAGMENT(workbook, m) {\n  m.def("add(Tensor a, Tensor b) -> Tensor");\n}\n')
+    with pytest.raises(build.NamespaceAlreadyRegistered, match="operator workbook::add"):
+        build.check_namespaces_free("again", [source])

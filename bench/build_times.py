@@ -1,0 +1,67 @@
+"""Build times of each csrc layer: the workbook's way (helpers.build) against a default load_inline.
+
+    python -m bench.build_times          (or: make bench)
+
+Each measurement runs in a fresh process with an empty build folder, so "cold" means a real compile.
+- workbook, cold / warm: build.load(layer): only the headers each file includes, -O3. Warm = the
+  library is already built (a notebook re-run): the cost of checking it is up to date and loading it.
+- load_inline default: the same source text through torch.utils.cpp_extension.load_inline with its
+  defaults: it prepends #include <torch/extension.h> and passes no optimization flag.
+"""
+
+import sys
+import tempfile
+
+from helpers import build, isolated
+
+LESSON_LAYERS = {
+    "00_dispatcher_tour": ["schemas", "cpu"],
+    "01_schemas": ["schemas", "cpu", "fragment", "duplicate_namespace"],
+}
+
+WORKBOOK = """
+import os, time
+os.environ["WORKBOOK_BUILD_DIR"] = {folder!r}
+from helpers import build
+start = time.perf_counter()
+build.load({layer!r})
+print(time.perf_counter() - start)
+"""
+
+LOAD_INLINE = """
+import time
+import torch.utils.cpp_extension as ext
+from helpers import build
+sources = "\\n".join(path.read_text() for path in build.layer_sources({layer!r}))
+start = time.perf_counter()
+ext.load_inline({name!r}, cpp_sources=[sources], extra_include_paths=[str(build.CSRC)],
+                build_directory={folder!r}, is_python_module=False)
+print(time.perf_counter() - start)
+"""
+
+
+def seconds(code: str) -> float:
+    done = isolated.run(code)
+    if done.returncode != 0:
+        sys.exit(done.stderr[-3000:])
+    return float(done.stdout.split()[-1])
+
+
+def main():
+    print(f"{'layer':20} {'workbook cold':>14} {'workbook warm':>14} {'load_inline default':>20} {'ratio':>6}")
+    totals = {}
+    for layer in build.LAYERS:
+        with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as theirs:
+            cold = seconds(WORKBOOK.format(folder=ours, layer=layer))
+            warm = seconds(WORKBOOK.format(folder=ours, layer=layer))
+            inline = seconds(LOAD_INLINE.format(folder=theirs, layer=layer, name=f"inline_{layer}"))
+        totals[layer] = (cold, warm, inline)
+        print(f"{layer:20} {cold:13.1f}s {warm:13.2f}s {inline:19.1f}s {inline / cold:5.1f}x", flush=True)
+    print("\nper lesson (sum of its layers):")
+    for lesson, layers in LESSON_LAYERS.items():
+        cold, warm, inline = (sum(totals[layer][i] for layer in layers) for i in range(3))
+        print(f"{lesson:20} {cold:13.1f}s {warm:13.2f}s {inline:19.1f}s {inline / cold:5.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""Run Python in a fresh process, for demonstrations that would kill the notebook's kernel
+(an aborting library load, infinite recursion). The checkout's absolute path is removed from the
+output so that it reads the same on every machine."""
+
+import subprocess
+import sys
+import textwrap
+
+from .build import REPO
+
+
+def run(code: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run `code` with this Python in a new process; returns its exit code, stdout and stderr."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+    done.stdout = done.stdout.replace(f"{REPO}/", "")
+    done.stderr = done.stderr.replace(f"{REPO}/", "")
+    return done
+
+
+def lines_with(text: str, *needles: str) -> str:
+    """The lines of `text` that contain any of `needles`."""
+    return "\n".join(line for line in text.splitlines() if any(n in line for n in needles))

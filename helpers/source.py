@@ -1,0 +1,18 @@
+"""Show a csrc file, or one block of it, in a notebook. What you see is the file itself."""
+
+from IPython.display import Code
+
+from .build import CSRC
+
+
+def show(name: str, block: str | None = None) -> Code:
+    """The file csrc/<name>, or one block of it: from the first line that starts with `block`
+    (indentation aside) to the end of that block (the next line that is a lone `}` or `};`)."""
+    lines = (CSRC / name).read_text().splitlines()
+    if block is not None:
+        start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(block))
+        end = start
+        while lines[end].rstrip() not in ("}", "};"):
+            end += 1
+        lines = lines[start : end + 1]
+    return Code("\n".join(lines), language="cpp")

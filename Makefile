@@ -18,8 +18,9 @@ $(VENV)/.installed: environment.yml
 	$(BIN)/python -c "import os, site; open(os.path.join(site.getsitepackages()[0], 'dispatcher_workbook.pth'), 'w').write(os.getcwd() + '\n')"
 	touch $@
 
+# Jupyter refuses to run as root unless told; containers often run as root.
 lab: $(VENV)/.installed
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

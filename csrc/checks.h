@@ -43,3 +43,66 @@ inline void check_same_shape(const char* op, const char* arg, const at::Tensor& 
 }
 
 }  // namespace workbook
+
+// ---------------------------------------------------------------------------------------------
+// Per-operator checks, shared by every backend's kernels. Each kernel checks the device itself
+// (check_device), then calls these for everything else.
+namespace workbook {
+
+inline void check_add_inputs(const char* op, const at::Tensor& self, const at::Tensor& other) {
+  check_strided(op, "self", self);
+  check_strided(op, "other", other);
+  check_dtype(op, "self", self, {at::kFloat, at::kDouble, at::kInt, at::kLong});
+  check_same_dtype(op, "other", other, "self", self);
+  check_same_shape(op, "other", other, "self", self);
+}
+
+// A tensor the op writes into must be contiguous: the kernel writes straight into its memory.
+inline void check_writable(const char* op, const char* arg, const at::Tensor& t) {
+  TORCH_CHECK(t.is_contiguous(), op, ": `", arg, "` is written in place and must be contiguous");
+}
+
+// add_out's `out`: same dtype and shape as `self`, and writable.
+inline void check_add_out(const char* op, const at::Tensor& out, const at::Tensor& self) {
+  check_same_dtype(op, "out", out, "self", self);
+  check_same_shape(op, "out", out, "self", self);
+  check_writable(op, "out", out);
+}
+
+// Checks sum's input and returns its result dtype, as torch.sum: integers accumulate into int64
+// unless `dtype` says otherwise.
+inline c10::ScalarType check_sum_inputs(const char* op, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  check_strided(op, "self", self);
+  check_dtype(op, "self", self, {at::kFloat, at::kDouble, at::kInt, at::kLong});
+  const auto result = dtype ? *dtype : (c10::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type());
+  TORCH_CHECK(result == at::kFloat || result == at::kDouble || result == at::kInt || result == at::kLong, op,
+              ": `dtype` must be one of Float, Double, Int, Long, got ", result);
+  return result;
+}
+
+inline void check_matmul_inputs(const char* op, const at::Tensor& self, const at::Tensor& other) {
+  check_strided(op, "self", self);
+  check_strided(op, "other", other);
+  check_dtype(op, "self", self, {at::kFloat, at::kDouble});
+  check_same_dtype(op, "other", other, "self", self);
+  check_dim(op, "self", self, 2);
+  check_dim(op, "other", other, 2);
+  TORCH_CHECK(self.size(1) == other.size(0), op, ": `self` is ", self.sizes(), " and `other` is ", other.sizes(),
+              "; self.size(1) must equal other.size(0)");
+}
+
+// Checks row's input and returns the index made non-negative.
+inline int64_t check_row_inputs(const char* op, const at::Tensor& self, int64_t index) {
+  check_strided(op, "self", self);
+  check_dim(op, "self", self, 2);
+  const int64_t rows = self.size(0);
+  TORCH_CHECK(-rows <= index && index < rows, op, ": `index` ", index, " is out of range for ", rows, " rows");
+  return index < 0 ? index + rows : index;
+}
+
+// Row `index` of a matrix as a view: same storage, shifted offset, as the schema's Tensor(a) promises.
+inline at::Tensor row_view(const at::Tensor& self, int64_t index) {
+  return self.as_strided({self.size(1)}, {self.stride(1)}, self.storage_offset() + index * self.stride(0));
+}
+
+}  // namespace workbook

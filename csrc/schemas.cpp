@@ -26,4 +26,10 @@ TORCH_LIBRARY(workbook, m) {
   // A view: row `index` of a matrix. `Tensor(a) self -> Tensor(a)` promises that the output
   // shares storage with `self` (it aliases it) and that nothing is written.
   m.def("row(Tensor(a) self, int index) -> Tensor(a)");
+
+  // Two operators built from the others (csrc/composite.cpp), to compare the composite keys:
+  // self @ weight + bias (bias has the output's shape: workbook::add does not broadcast) ...
+  m.def("affine(Tensor self, Tensor weight, Tensor bias) -> Tensor");
+  // ... and the mean of all elements of a floating-point tensor, sum(self) / numel.
+  m.def("mean(Tensor self) -> Tensor");
 }

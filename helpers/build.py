@@ -40,13 +40,23 @@ BUILD_DIR = Path(os.environ.get("WORKBOOK_BUILD_DIR", REPO / "build")) / "extens
 LAYERS: dict[str, list[str]] = {
     "schemas": ["schemas.cpp", "trace_ops.cpp"],
     "cpu": ["cpu.cpp"],
+    "meta": ["meta.cpp"],
+    "composite": ["composite.cpp"],
+    # CUDA kernels: building and loading this layer needs a CUDA build of torch and a GPU.
+    "cuda": ["cuda.cu"],
     # Lesson 01's pitfalls: what goes wrong, and the fix.
     "duplicate_namespace": ["pitfalls/duplicate_namespace.cpp"],
     "fragment": ["pitfalls/fragment.cpp"],
+    # Lesson 02's pitfall: m.def(schema, fn) registers fn for every key.
+    "catch_all": ["pitfalls/catch_all.cpp"],
 }
 
-# JIT builds pass no optimization flag by default: kernels would run at -O0.
-CFLAGS = ["-O3"]
+# JIT builds pass no optimization flag by default: kernels would run at -O0. A JIT build runs on the
+# machine that compiled it, so it may use every instruction that machine has (-march=native).
+# at::parallel_for is a header template built on `#pragma omp parallel`: without -fopenmp the
+# pragma is ignored and "parallel" kernels run on one thread. (Not linked: the OpenMP calls
+# resolve to the libgomp torch has already loaded, so the process keeps one OpenMP runtime.)
+CFLAGS = ["-O3", "-march=native", "-fopenmp"]
 
 
 class CompileError(RuntimeError):
@@ -120,14 +130,15 @@ def check_namespaces_free(layer: str, sources: list[Path]) -> None:
 
 
 def _first_diagnostics(ninja_output: str, limit: int = 3) -> str:
-    """The first `limit` compiler errors with the two lines of context g++ prints after each."""
+    """The first `limit` distinct compiler errors with the two lines of context g++ prints after each
+    (a template error repeats once per instantiation: shown once)."""
     lines = ninja_output.splitlines()
     picked: list[str] = []
-    found = 0
+    seen: set[str] = set()
     for i, line in enumerate(lines):
-        if re.match(r"^\S+?:\d+:\d+: (fatal )?error:", line):
-            found += 1
-            if found > limit:
+        if re.match(r"^\S+?:\d+:\d+: (fatal )?error:", line) and line not in seen:
+            seen.add(line)
+            if len(seen) > limit:
                 break
             path, rest = line.split(":", 1)
             shown = os.path.relpath(path, REPO) if os.path.isabs(path) else path

@@ -2,6 +2,7 @@
 (an aborting library load, infinite recursion). The checkout's absolute path is removed from the
 output so that it reads the same on every machine."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -9,10 +10,11 @@ import textwrap
 from .build import REPO
 
 
-def run(code: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run `code` with this Python in a new process; returns its exit code, stdout and stderr."""
+def run(code: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run `code` with this Python in a new process (with extra environment variables `env`);
+    returns its exit code, stdout and stderr."""
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+                          timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
     done.stdout = done.stdout.replace(f"{REPO}/", "")
     done.stderr = done.stderr.replace(f"{REPO}/", "")
     return done

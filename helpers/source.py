@@ -10,7 +10,10 @@ def show(name: str, block: str | None = None) -> Code:
     (indentation aside) to the end of that block (the next line that is a lone `}` or `};`)."""
     lines = (CSRC / name).read_text().splitlines()
     if block is not None:
-        start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(block))
+        starts = [i for i, line in enumerate(lines) if line.lstrip().startswith(block)]
+        if not starts:
+            raise ValueError(f"no line of csrc/{name} starts with {block!r}")
+        start = starts[0]
         end = start
         while lines[end].rstrip() not in ("}", "};"):
             end += 1

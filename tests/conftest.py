@@ -10,7 +10,7 @@ from helpers import build
 
 @pytest.fixture(scope="session")
 def workbook():
-    """The schemas and CPU kernels, loaded once for the whole test session."""
-    build.load("schemas")
-    build.load("cpu")
+    """The schemas and the CPU, Meta and composite kernels, loaded once for the whole test session."""
+    for layer in ("schemas", "cpu", "meta", "composite"):
+        build.load(layer)
     return torch.ops.workbook

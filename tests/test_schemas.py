@@ -10,6 +10,8 @@ EXPECTED = {
     "sum": "workbook::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
     "matmul": "workbook::matmul(Tensor self, Tensor other) -> Tensor",
     "row": "workbook::row(Tensor(a) self, int index) -> Tensor(a)",
+    "affine": "workbook::affine(Tensor self, Tensor weight, Tensor bias) -> Tensor",
+    "mean": "workbook::mean(Tensor self) -> Tensor",
 }
 
 

@@ -71,11 +71,12 @@ def test_predicts_native_aten_ops(context, expected):
 
 
 def test_missing_kernel_is_predicted_and_the_error_kept(workbook):
-    # No Meta kernel yet: torch's Meta fallback runs and raises.
-    x = torch.ones(2, device="meta")
+    # Nothing is registered at SparseCPU for workbook ops, and torch has no fallback there.
+    x = torch.eye(2).to_sparse()
     t = trace.call(workbook.add, x, x)
-    assert t.predicted_path == ["AutogradMeta", "Meta"]
-    assert isinstance(t.error, NotImplementedError) and t.recorded == []
+    assert [(s.key, s.status) for s in t.predicted][-1] == ("SparseCPU", "missing")
+    assert t.predicted_path == ["AutogradCPU"]
+    assert isinstance(t.error, NotImplementedError) and "SparseCPU" in str(t.error) and t.recorded == []
 
 
 def test_dispatch_table_marks_our_kernels_and_fallthroughs(workbook):

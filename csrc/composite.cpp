@@ -1,0 +1,45 @@
+// Operators written in terms of other operators, registered at the two composite alias keys.
+//
+// CompositeImplicitAutograd: the kernel fills every backend key *and* every Autograd key. It runs
+// above autograd, so autograd sees only the operators it calls: affine is differentiable exactly
+// when matmul and add are, with no backward of its own. It runs on any backend its parts run on.
+//
+// CompositeExplicitAutograd: the kernel fills every backend key (CPU, CUDA, Meta, ...) but no
+// Autograd key. It runs below autograd, so autograd sees `mean` itself and needs an Autograd
+// kernel for it (lesson 04); without one, torch's autograd fallback warns and gradients stop here.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/div.h>
+#include <torch/library.h>
+
+#include "checks.h"
+#include "ops.h"
+#include "trace.h"
+
+namespace workbook {
+namespace {
+
+at::Tensor affine(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& weight, const at::Tensor& bias) {
+  trace::Scope scope("affine", ks, self, weight, bias);
+  return ops::add(ops::matmul(self, weight), bias);
+}
+
+// A composite kernel also runs while torch.compile traces with symbolic shapes, so it asks for
+// sym_numel() (a SymInt) rather than numel(), which fails on a tensor with symbolic sizes.
+// An empty tensor gives nan (0 / 0), as torch.mean does.
+at::Tensor mean(c10::DispatchKeySet ks, const at::Tensor& self) {
+  trace::Scope scope("mean", ks, self);
+  check_dtype("workbook::mean", "self", self, {at::kFloat, at::kDouble});
+  return at::div(ops::sum(self), self.sym_numel());
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(workbook, CompositeImplicitAutograd, m) {
+  m.impl("affine", &affine);
+}
+
+TORCH_LIBRARY_IMPL(workbook, CompositeExplicitAutograd, m) {
+  m.impl("mean", &mean);
+}
+
+}  // namespace workbook

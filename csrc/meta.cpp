@@ -1,0 +1,74 @@
+// Meta kernels: shapes and dtypes only, no data. A meta tensor has sizes, strides and a dtype but
+// no memory, so these kernels run the same argument checks as the CPU kernels and create empty
+// outputs of the right shape. torch.compile and torch.export trace operators with "fake" tensors
+// that use exactly these kernels, so an operator without them cannot be compiled or exported.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include "checks.h"
+#include "trace.h"
+
+namespace workbook {
+namespace {
+
+constexpr auto kMeta = c10::DeviceType::Meta;
+
+at::Tensor add(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other) {
+  trace::Scope scope("add", ks, self, other);
+  check_device("workbook::add", "self", self, kMeta);
+  check_device("workbook::add", "other", other, kMeta);
+  check_add_inputs("workbook::add", self, other);
+  return at::empty(self.sizes(), self.options());
+}
+
+void add_(c10::DispatchKeySet ks, at::Tensor& self, const at::Tensor& other) {
+  trace::Scope scope("add_", ks, self, other);
+  check_device("workbook::add_", "self", self, kMeta);
+  check_device("workbook::add_", "other", other, kMeta);
+  check_add_inputs("workbook::add_", self, other);
+  check_writable("workbook::add_", "self", self);
+}
+
+void add_out(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  trace::Scope scope("add_out", ks, self, other, out);
+  check_device("workbook::add_out", "self", self, kMeta);
+  check_device("workbook::add_out", "other", other, kMeta);
+  check_device("workbook::add_out", "out", out, kMeta);
+  check_add_inputs("workbook::add_out", self, other);
+  check_add_out("workbook::add_out", out, self);
+}
+
+at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  trace::Scope scope("sum", ks, self);
+  check_device("workbook::sum", "self", self, kMeta);
+  const auto result_dtype = check_sum_inputs("workbook::sum", self, dtype);
+  return at::empty({}, self.options().dtype(result_dtype));
+}
+
+at::Tensor matmul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other) {
+  trace::Scope scope("matmul", ks, self, other);
+  check_device("workbook::matmul", "self", self, kMeta);
+  check_device("workbook::matmul", "other", other, kMeta);
+  check_matmul_inputs("workbook::matmul", self, other);
+  return at::empty({self.size(0), other.size(1)}, self.options());
+}
+
+at::Tensor row(c10::DispatchKeySet ks, const at::Tensor& self, int64_t index) {
+  trace::Scope scope("row", ks, self);
+  check_device("workbook::row", "self", self, kMeta);
+  return row_view(self, check_row_inputs("workbook::row", self, index));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(workbook, Meta, m) {
+  m.impl("add", &add);
+  m.impl("add_", &add_);
+  m.impl("add_out", &add_out);
+  m.impl("sum", &sum);
+  m.impl("matmul", &matmul);
+  m.impl("row", &row);
+}
+
+}  // namespace workbook

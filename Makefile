@@ -38,6 +38,7 @@ execute: $(VENV)/.installed
 	$(BIN)/python -m helpers.execute $(if $(filter notebooks,$(NB)),notebooks/*.ipynb,$(NB))
 
 bench: $(VENV)/.installed
+	$(BIN)/python -m bench.kernels
 	$(BIN)/python -m bench.build_times
 
 clean:

@@ -12,17 +12,21 @@ Each measurement runs in a fresh process with an empty build folder, so "cold" m
 import sys
 import tempfile
 
+import torch
+
 from helpers import build, isolated
 
 LESSON_LAYERS = {
     "00_dispatcher_tour": ["schemas", "cpu"],
     "01_schemas": ["schemas", "cpu", "fragment", "duplicate_namespace"],
+    "02_backend_kernels": ["schemas", "cpu", "meta", "composite", "catch_all"],
 }
 
 WORKBOOK = """
 import os, time
 os.environ["WORKBOOK_BUILD_DIR"] = {folder!r}
 from helpers import build
+build.CFLAGS = {cflags!r}
 start = time.perf_counter()
 build.load({layer!r})
 print(time.perf_counter() - start)
@@ -51,12 +55,19 @@ def main():
     print(f"{'layer':20} {'workbook cold':>14} {'workbook warm':>14} {'load_inline default':>20} {'ratio':>6}")
     totals = {}
     for layer in build.LAYERS:
+        if layer == "cuda" and not torch.cuda.is_available():
+            print(f"{layer:20} skipped: needs a CUDA build of torch and a GPU")
+            continue
         with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as theirs:
-            cold = seconds(WORKBOOK.format(folder=ours, layer=layer))
-            warm = seconds(WORKBOOK.format(folder=ours, layer=layer))
+            cold = seconds(WORKBOOK.format(folder=ours, layer=layer, cflags=build.CFLAGS))
+            warm = seconds(WORKBOOK.format(folder=ours, layer=layer, cflags=build.CFLAGS))
             inline = seconds(LOAD_INLINE.format(folder=theirs, layer=layer, name=f"inline_{layer}"))
         totals[layer] = (cold, warm, inline)
         print(f"{layer:20} {cold:13.1f}s {warm:13.2f}s {inline:19.1f}s {inline / cold:5.1f}x", flush=True)
+    with tempfile.TemporaryDirectory() as folder:
+        unoptimized = seconds(WORKBOOK.format(folder=folder, layer="cpu", cflags=[]))
+    print(f"\nthe cpu layer without {' '.join(build.CFLAGS)}: {unoptimized:.1f} s cold "
+          f"(the optimization flags cost {totals['cpu'][0] - unoptimized:+.1f} s)")
     print("\nper lesson (sum of its layers):")
     for lesson, layers in LESSON_LAYERS.items():
         cold, warm, inline = (sum(totals[layer][i] for layer in layers) for i in range(3))

@@ -164,3 +164,11 @@ def test_cpu_kernels_refuse_non_strided_layouts(workbook, name, args):
     cpu_only = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
     with pytest.raises(RuntimeError, match=r"`self` must be a dense \(strided\) tensor, got layout Sparse"):
         getattr(workbook, name).default.redispatch(cpu_only, *args(sparse))
+
+
+def test_empty_inputs(workbook):
+    empty = torch.ones(0)
+    assert workbook.add(empty, empty).shape == (0,)
+    assert workbook.sum(empty).item() == 0 and workbook.sum(torch.ones(0, dtype=torch.int32)).item() == 0
+    assert torch.equal(workbook.matmul(torch.ones(5, 0), torch.ones(0, 3)), torch.zeros(5, 3))
+    assert workbook.matmul(torch.ones(0, 4), torch.ones(4, 3)).shape == (0, 3)

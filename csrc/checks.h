@@ -91,18 +91,4 @@ inline void check_matmul_inputs(const char* op, const at::Tensor& self, const at
               "; self.size(1) must equal other.size(0)");
 }
 
-// Checks row's input and returns the index made non-negative.
-inline int64_t check_row_inputs(const char* op, const at::Tensor& self, int64_t index) {
-  check_strided(op, "self", self);
-  check_dim(op, "self", self, 2);
-  const int64_t rows = self.size(0);
-  TORCH_CHECK(-rows <= index && index < rows, op, ": `index` ", index, " is out of range for ", rows, " rows");
-  return index < 0 ? index + rows : index;
-}
-
-// Row `index` of a matrix as a view: same storage, shifted offset, as the schema's Tensor(a) promises.
-inline at::Tensor row_view(const at::Tensor& self, int64_t index) {
-  return self.as_strided({self.size(1)}, {self.stride(1)}, self.storage_offset() + index * self.stride(0));
-}
-
 }  // namespace workbook

@@ -7,6 +7,8 @@
 // CompositeExplicitAutograd: the kernel fills every backend key (CPU, CUDA, Meta, ...) but no
 // Autograd key. It runs below autograd, so autograd sees `mean` itself and needs an Autograd
 // kernel for it (lesson 04); without one, torch's autograd fallback warns and gradients stop here.
+// `row` is here too: a view is metadata only (sizes, strides, offset), the same on every device,
+// so one kernel serves every backend.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/div.h>
 #include <torch/library.h>
@@ -32,6 +34,18 @@ at::Tensor mean(c10::DispatchKeySet ks, const at::Tensor& self) {
   return at::div(ops::sum(self), self.sym_numel());
 }
 
+// Row `index` of a matrix as a view: same storage, shifted offset, as the schema's Tensor(a) promises.
+at::Tensor row(c10::DispatchKeySet ks, const at::Tensor& self, int64_t index) {
+  trace::Scope scope("row", ks, self);
+  constexpr const char* op = "workbook::row";
+  check_strided(op, "self", self);
+  check_dim(op, "self", self, 2);
+  const int64_t rows = self.size(0);
+  TORCH_CHECK(-rows <= index && index < rows, op, ": `index` ", index, " is out of range for ", rows, " rows");
+  if (index < 0) index += rows;
+  return self.as_strided({self.size(1)}, {self.stride(1)}, self.storage_offset() + index * self.stride(0));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(workbook, CompositeImplicitAutograd, m) {
@@ -40,6 +54,7 @@ TORCH_LIBRARY_IMPL(workbook, CompositeImplicitAutograd, m) {
 
 TORCH_LIBRARY_IMPL(workbook, CompositeExplicitAutograd, m) {
   m.impl("mean", &mean);
+  m.impl("row", &row);
 }
 
 }  // namespace workbook

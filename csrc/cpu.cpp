@@ -193,13 +193,6 @@ at::Tensor matmul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tens
   return out;
 }
 
-at::Tensor row(c10::DispatchKeySet ks, const at::Tensor& self, int64_t index) {
-  trace::Scope scope("row", ks, self);
-  constexpr const char* op = "workbook::row";
-  check_device(op, "self", self, kCPU);
-  return row_view(self, check_row_inputs(op, self, index));
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(workbook, CPU, m) {
@@ -208,7 +201,6 @@ TORCH_LIBRARY_IMPL(workbook, CPU, m) {
   m.impl("add_out", &add_out);
   m.impl("sum", &sum);
   m.impl("matmul", &matmul);
-  m.impl("row", &row);
 }
 
 }  // namespace workbook

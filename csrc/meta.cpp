@@ -54,12 +54,6 @@ at::Tensor matmul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tens
   return at::empty({self.size(0), other.size(1)}, self.options());
 }
 
-at::Tensor row(c10::DispatchKeySet ks, const at::Tensor& self, int64_t index) {
-  trace::Scope scope("row", ks, self);
-  check_device("workbook::row", "self", self, kMeta);
-  return row_view(self, check_row_inputs("workbook::row", self, index));
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(workbook, Meta, m) {
@@ -68,7 +62,6 @@ TORCH_LIBRARY_IMPL(workbook, Meta, m) {
   m.impl("add_out", &add_out);
   m.impl("sum", &sum);
   m.impl("matmul", &matmul);
-  m.impl("row", &row);
 }
 
 }  // namespace workbook

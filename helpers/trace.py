@@ -287,17 +287,16 @@ def call(op, *args, **kwargs) -> Trace:
     A call that raises is kept in `.error` rather than raised, so the trace of a failing call
     (a missing kernel, a bad argument) can be looked at and plotted too.
     """
-    result = Trace(op_name(op), keyset_of(*args, **kwargs), predict(op, *args, **kwargs))
-    fn = op if callable(op) else None
-    if fn is None:
+    if isinstance(op, str):
         raise TypeError("pass the op itself (e.g. torch.ops.workbook.add), not its name, to call it")
+    result = Trace(op_name(op), keyset_of(*args, **kwargs), predict(op, *args, **kwargs))
     try:
         if recorder_loaded():
             with recording() as events:
-                result.result = fn(*args, **kwargs)
+                result.result = op(*args, **kwargs)
             result.recorded = events
         else:
-            result.result = fn(*args, **kwargs)
+            result.result = op(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - kept on the trace, shown by repr and plots
         result.error = error
         if recorder_loaded():

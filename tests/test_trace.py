@@ -1,5 +1,7 @@
 """helpers/trace.py: the predicted path equals the recorded one, for many keysets."""
 
+from contextlib import nullcontext
+
 import pytest
 import torch
 
@@ -15,7 +17,7 @@ def make(kind):
 
 
 CONTEXTS = {
-    "plain": lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),  # changes no keys
+    "plain": nullcontext,
     "no_grad": torch.no_grad,
     "inference_mode": torch.inference_mode,
     "autocast": lambda: torch.autocast("cpu", dtype=torch.bfloat16),

@@ -42,6 +42,7 @@ LAYERS: dict[str, list[str]] = {
     "cpu": ["cpu.cpp"],
     "meta": ["meta.cpp"],
     "composite": ["composite.cpp"],
+    "autograd": ["autograd.cpp"],
     # CUDA kernels: building and loading this layer needs a CUDA build of torch and a GPU.
     "cuda": ["cuda.cu"],
     # Lesson 01's pitfalls: what goes wrong, and the fix.

@@ -10,7 +10,7 @@ from helpers import build
 
 @pytest.fixture(scope="session")
 def workbook():
-    """The schemas and the CPU, Meta and composite kernels, loaded once for the whole test session."""
-    for layer in ("schemas", "cpu", "meta", "composite"):
+    """The schemas and the CPU, Meta, composite and autograd kernels, loaded once for the test session."""
+    for layer in ("schemas", "cpu", "meta", "composite", "autograd"):
         build.load(layer)
     return torch.ops.workbook

@@ -1,0 +1,61 @@
+"""csrc/autograd.cpp: the C++ autograd Functions, checked by gradcheck, gradgradcheck and opcheck."""
+
+import pytest
+import torch
+from torch.autograd import gradcheck, gradgradcheck
+from torch.library import opcheck
+
+from helpers import trace
+
+
+def inputs(name, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+
+    def make(*shape):
+        return torch.randn(*shape, generator=generator, dtype=torch.float64, requires_grad=True)
+
+    return {"add": (make(3, 4), make(3, 4)), "matmul": (make(3, 5), make(5, 2)),
+            "affine": (make(3, 5), make(5, 2), make(3, 2))}[name]
+
+
+@pytest.mark.parametrize("name", ["add", "matmul", "affine"])
+def test_gradcheck_and_gradgradcheck(workbook, name):
+    # affine has no autograd code of its own: CompositeImplicitAutograd derives it from add and matmul.
+    op = getattr(workbook, name)
+    assert gradcheck(op, inputs(name))
+    assert gradgradcheck(op, inputs(name))
+
+
+@pytest.mark.parametrize("name", ["add", "matmul"])
+def test_opcheck_with_requires_grad(workbook, name):
+    opcheck(getattr(workbook, name).default, inputs(name))  # includes test_autograd_registration
+
+
+@pytest.mark.parametrize("name", ["add", "matmul"])
+def test_one_graph_node_named_after_the_function(workbook, name):
+    out = getattr(workbook, name)(*inputs(name))
+    assert out.grad_fn.name() == f"torch::autograd::CppNode<workbook::(anonymous namespace)::{name.capitalize()}>"
+
+
+def test_gradients_match_torch(workbook):
+    a, b = inputs("matmul")
+    workbook.matmul(a, b).sum().backward()
+    ours = a.grad, b.grad
+    a.grad = b.grad = None
+    (a @ b).sum().backward()
+    torch.testing.assert_close(ours, (a.grad, b.grad))
+
+
+def test_forward_skips_ad_inplace_or_view_and_backward_calls_our_kernels(workbook):
+    a, b = inputs("matmul")
+    forward = trace.call(workbook.matmul, a, b)
+    assert forward.recorded_path == ["AutogradCPU", "CPU"]
+    with trace.recording() as backward:
+        forward.result.sum().backward()
+    # d a = grad @ b^T and d b = a^T @ grad: two more matmuls, through the dispatcher.
+    assert [(e.op, e.key) for e in backward].count(("matmul", "CPU")) == 2
+
+
+def test_no_grad_inputs_give_no_graph(workbook):
+    a, b = (t.detach() for t in inputs("matmul"))
+    assert workbook.matmul(a, b).grad_fn is None

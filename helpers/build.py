@@ -50,6 +50,9 @@ LAYERS: dict[str, list[str]] = {
     "fragment": ["pitfalls/fragment.cpp"],
     # Lesson 02's pitfall: m.def(schema, fn) registers fn for every key.
     "catch_all": ["pitfalls/catch_all.cpp"],
+    # Lesson 04's pitfalls: a wrong backward formula, and a deprecated guard.
+    "wrong_backward": ["pitfalls/wrong_backward.cpp"],
+    "deprecated_guard": ["pitfalls/deprecated_guard.cpp"],
 }
 
 # JIT builds pass no optimization flag by default: kernels would run at -O0. A JIT build runs on the

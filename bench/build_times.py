@@ -20,6 +20,7 @@ LESSON_LAYERS = {
     "00_dispatcher_tour": ["schemas", "cpu"],
     "01_schemas": ["schemas", "cpu", "fragment", "duplicate_namespace"],
     "02_backend_kernels": ["schemas", "cpu", "meta", "composite", "catch_all"],
+    "03_fallthrough": ["schemas", "cpu", "meta", "composite", "fragment", "fallthrough", "ad_inplace_or_view"],
     "04_autograd_function": ["schemas", "cpu", "meta", "composite", "autograd", "wrong_backward", "deprecated_guard"],
 }
 

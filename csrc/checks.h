@@ -80,6 +80,12 @@ inline c10::ScalarType check_sum_inputs(const char* op, const at::Tensor& self, 
   return result;
 }
 
+// all_reduce: integers only; its result is int64, like sum's for integers.
+inline void check_all_reduce_inputs(const char* op, const at::Tensor& self) {
+  check_strided(op, "self", self);
+  check_dtype(op, "self", self, {at::kInt, at::kLong});
+}
+
 inline void check_matmul_inputs(const char* op, const at::Tensor& self, const at::Tensor& other) {
   check_strided(op, "self", self);
   check_strided(op, "other", other);

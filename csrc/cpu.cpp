@@ -104,11 +104,9 @@ sum_acc_t<in_t> sum_contiguous(const in_t* p, int64_t n) {
   }
 }
 
-at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
-  trace::Scope scope("sum", ks, self);
+// The sum of every element of `self` as a 0-dim tensor of `result_dtype`; inputs already checked.
+at::Tensor sum_all(const at::Tensor& self, c10::ScalarType result_dtype) {
   constexpr const char* op = "workbook::sum";
-  check_device(op, "self", self, kCPU);
-  const auto result_dtype = check_sum_inputs(op, self, dtype);
   at::Tensor input = self.contiguous();
   at::Tensor out = at::empty({}, self.options().dtype(result_dtype));
   AT_DISPATCH_ALL_TYPES(input.scalar_type(), op, [&] {
@@ -122,6 +120,19 @@ at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10
     AT_DISPATCH_ALL_TYPES(result_dtype, op, [&] { *out.mutable_data_ptr<scalar_t>() = static_cast<scalar_t>(total); });
   });
   return out;
+}
+
+at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  trace::Scope scope("sum", ks, self);
+  check_device("workbook::sum", "self", self, kCPU);
+  return sum_all(self, check_sum_inputs("workbook::sum", self, dtype));
+}
+
+at::Tensor all_reduce(c10::DispatchKeySet ks, const at::Tensor& self) {
+  trace::Scope scope("all_reduce", ks, self);
+  check_device("workbook::all_reduce", "self", self, kCPU);
+  check_all_reduce_inputs("workbook::all_reduce", self);
+  return sum_all(self, at::kLong);
 }
 
 // C[rows, cols] = A[rows, k] @ B[k, cols] for one tile, all row-major with leading dimensions lda,
@@ -200,6 +211,7 @@ TORCH_LIBRARY_IMPL(workbook, CPU, m) {
   m.impl("add_", &add_);
   m.impl("add_out", &add_out);
   m.impl("sum", &sum);
+  m.impl("all_reduce", &all_reduce);
   m.impl("matmul", &matmul);
 }
 

@@ -171,11 +171,9 @@ __global__ void sum_kernel(const in_t* input, int64_t n, acc_t* total) {
   }
 }
 
-at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
-  trace::Scope scope("sum", ks, self);
+// The sum of every element of `self` as a 0-dim tensor of `result_dtype`; inputs already checked.
+at::Tensor sum_all(const at::Tensor& self, c10::ScalarType result_dtype) {
   constexpr const char* op = "workbook::sum";
-  check_device(op, "self", self, kCUDA);
-  const auto result_dtype = check_sum_inputs(op, self, dtype);
   const c10::cuda::CUDAGuard guard(self.device());
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const at::Tensor input = self.contiguous();
@@ -193,6 +191,19 @@ at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return total.scalar_type() == result_dtype ? total : total.to(result_dtype);
+}
+
+at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  trace::Scope scope("sum", ks, self);
+  check_device("workbook::sum", "self", self, kCUDA);
+  return sum_all(self, check_sum_inputs("workbook::sum", self, dtype));
+}
+
+at::Tensor all_reduce(c10::DispatchKeySet ks, const at::Tensor& self) {
+  trace::Scope scope("all_reduce", ks, self);
+  check_device("workbook::all_reduce", "self", self, kCUDA);
+  check_all_reduce_inputs("workbook::all_reduce", self);
+  return sum_all(self, at::kLong);
 }
 
 // ---- matmul -------------------------------------------------------------------------------
@@ -255,6 +266,7 @@ TORCH_LIBRARY_IMPL(workbook, CUDA, m) {
   m.impl("add_", &add_);
   m.impl("add_out", &add_out);
   m.impl("sum", &sum);
+  m.impl("all_reduce", &all_reduce);
   m.impl("matmul", &matmul);
 }
 

@@ -46,6 +46,13 @@ at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10
   return at::empty({}, self.options().dtype(result_dtype));
 }
 
+at::Tensor all_reduce(c10::DispatchKeySet ks, const at::Tensor& self) {
+  trace::Scope scope("all_reduce", ks, self);
+  check_device("workbook::all_reduce", "self", self, kMeta);
+  check_all_reduce_inputs("workbook::all_reduce", self);
+  return at::empty({}, self.options().dtype(at::kLong));
+}
+
 at::Tensor matmul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other) {
   trace::Scope scope("matmul", ks, self, other);
   check_device("workbook::matmul", "self", self, kMeta);
@@ -61,6 +68,7 @@ TORCH_LIBRARY_IMPL(workbook, Meta, m) {
   m.impl("add_", &add_);
   m.impl("add_out", &add_out);
   m.impl("sum", &sum);
+  m.impl("all_reduce", &all_reduce);
   m.impl("matmul", &matmul);
 }
 

@@ -20,6 +20,10 @@ TORCH_LIBRARY(workbook, m) {
   // `ScalarType?` with `=None` makes it optional.
   m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor");
 
+  // Seed 000's all_reduce exactly: the sum of an integer tensor (int32 or int64), as int64.
+  // Integers have no gradient, so lesson 03 registers it as a fallthrough at Autograd.
+  m.def("all_reduce(Tensor self) -> Tensor");
+
   // 2-D matrix product (seed 004's custom matmul).
   m.def("matmul(Tensor self, Tensor other) -> Tensor");
 

@@ -43,6 +43,8 @@ LAYERS: dict[str, list[str]] = {
     "meta": ["meta.cpp"],
     "composite": ["composite.cpp"],
     "autograd": ["autograd.cpp"],
+    "fallthrough": ["fallthrough.cpp"],
+    "ad_inplace_or_view": ["ad_inplace_or_view.cpp"],
     # CUDA kernels: building and loading this layer needs a CUDA build of torch and a GPU.
     "cuda": ["cuda.cu"],
     # Lesson 01's pitfalls: what goes wrong, and the fix.

@@ -10,7 +10,7 @@ from helpers import build
 
 @pytest.fixture(scope="session")
 def workbook():
-    """The schemas and the CPU, Meta, composite and autograd kernels, loaded once for the test session."""
-    for layer in ("schemas", "cpu", "meta", "composite", "autograd"):
+    """Every CPU-side layer of the workbook, loaded once for the test session."""
+    for layer in ("schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view"):
         build.load(layer)
     return torch.ops.workbook

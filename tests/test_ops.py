@@ -64,6 +64,15 @@ def test_int32_sum_accumulates_in_int64_like_torch(workbook):
     assert workbook.sum(x, dtype=torch.int32).item() == torch.sum(x, dtype=torch.int32).item()
 
 
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_all_reduce_is_the_integer_sum(workbook, dtype):
+    for shape in [(1,), (1000,), (1 << 16 | 3,)]:
+        x = make(shape, dtype)
+        assert torch.equal(workbook.all_reduce(x), torch.sum(x, dtype=torch.int64))
+    assert workbook.all_reduce(torch.empty(5, 0, dtype=dtype, device="meta")).dtype == torch.int64
+    opcheck(workbook.all_reduce.default, (make((100,), dtype),))
+
+
 def test_in_place_and_out_variants(workbook):
     a, b = make((6, 4), torch.float32, seed=1), make((6, 4), torch.float32, seed=2)
     expected = a + b
@@ -134,6 +143,7 @@ BAD_INPUTS = {
     "add_out: out on another device": ("add_out", (x, x), {"out": torch.ones(2, 3, device="meta")}, r"must be on meta, got cpu"),
     "sum: unsupported dtype": ("sum", (i16,), {}, r"workbook::sum: `self` has dtype Short"),
     "sum: unsupported result dtype": ("sum", (x,), {"dtype": torch.float16}, r"`dtype` must be one of Float, Double, Int, Long, got Half"),
+    "all_reduce: floating dtype": ("all_reduce", (x,), {}, r"workbook::all_reduce: `self` has dtype Float; supported: Int, Long"),
     "matmul: integer dtype": ("matmul", (i32, i32.T), {}, r"workbook::matmul: `self` has dtype Int; supported: Float, Double"),
     "matmul: dtypes differ": ("matmul", (x, x.T.double()), {}, r"`other` has dtype Double but `self` has dtype Float"),
     "matmul: self not 2-D": ("matmul", (torch.ones(2, 3, 4), x), {}, r"`self` must be 2-D, got 3-D with shape \[2, 3, 4\]"),

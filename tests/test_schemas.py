@@ -8,6 +8,7 @@ EXPECTED = {
     "add_": "workbook::add_(Tensor(a!) self, Tensor other) -> ()",
     "add_out": "workbook::add_out(Tensor self, Tensor other, *, Tensor(a!) out) -> ()",
     "sum": "workbook::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+    "all_reduce": "workbook::all_reduce(Tensor self) -> Tensor",
     "matmul": "workbook::matmul(Tensor self, Tensor other) -> Tensor",
     "row": "workbook::row(Tensor(a) self, int index) -> Tensor(a)",
     "affine": "workbook::affine(Tensor self, Tensor weight, Tensor bias) -> Tensor",

@@ -1,0 +1,42 @@
+// ADInplaceOrView kernels for the operators that write to an argument (`Tensor(a!)` in the schema).
+//
+// Autograd saves tensors for backward and remembers each one's version counter. Every in-place
+// write must bump the counter, so that a backward that needs the old values sees the change and
+// raises instead of computing with modified data. ATen's own in-place ops do it at this key; a
+// custom in-place op must too, or autograd is never told. Each kernel passes the call on to the
+// keys below (the backend kernel does the write) and then bumps the version of what it wrote.
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include "trace.h"
+
+namespace workbook {
+namespace {
+
+void add_(c10::DispatchKeySet ks, at::Tensor& self, const at::Tensor& other) {
+  trace::Scope scope("add_", ks, self, other);
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("workbook::add_", "")
+                             .typed<void(at::Tensor&, const at::Tensor&)>();
+  op.redispatch(ks & c10::after_ADInplaceOrView_keyset, self, other);
+  self.unsafeGetTensorImpl()->bump_version();
+}
+
+void add_out(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  trace::Scope scope("add_out", ks, self, other, out);
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("workbook::add_out", "")
+                             .typed<void(const at::Tensor&, const at::Tensor&, at::Tensor&)>();
+  op.redispatch(ks & c10::after_ADInplaceOrView_keyset, self, other, out);
+  out.unsafeGetTensorImpl()->bump_version();
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(workbook, ADInplaceOrView, m) {
+  m.impl("add_", &add_);
+  m.impl("add_out", &add_out);
+}
+
+}  // namespace workbook

@@ -130,9 +130,10 @@ void add_out(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& o
 // The accumulator depends on the input, as in cpu.cpp: int64 for integer inputs (int32 and int64,
 // as torch.sum), the input's own type for float and double. The total is converted to the result
 // dtype once, at the end (so an int32 result wraps modulo 2^32 like the CPU kernel's). Unlike
-// cpu.cpp, which sums float32 in double, float32 accumulates in float32: per-thread partial sums
-// combined in a tree keep the rounding error small (about log2(n) roundings deep, not n), and a
-// float atomicAdd is native where a double one is slow on many GPUs. The blocks' atomics land in
+// cpu.cpp, which adds its float lanes' block totals in double, float32 accumulates in float32
+// throughout: per-thread partial sums combined in a tree keep the rounding error small (about
+// log2(n) roundings deep, not n), and a float atomicAdd is native where a double one is slow on
+// many GPUs. The blocks' atomics land in
 // any order, so a floating-point sum may differ in its last bits from run to run; integers are exact.
 template <typename in_t>
 using sum_acc_t = std::conditional_t<std::is_integral_v<in_t>, int64_t, in_t>;

@@ -25,7 +25,7 @@ op read the prediction as "the keys the dispatcher routes through", not a record
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -290,15 +290,11 @@ def call(op, *args, **kwargs) -> Trace:
     if isinstance(op, str):
         raise TypeError("pass the op itself (e.g. torch.ops.workbook.add), not its name, to call it")
     result = Trace(op_name(op), keyset_of(*args, **kwargs), predict(op, *args, **kwargs))
+    events: list[Event] = []
     try:
-        if recorder_loaded():
-            with recording() as events:
-                result.result = op(*args, **kwargs)
-            result.recorded = events
-        else:
+        with recording() if recorder_loaded() else nullcontext(events) as events:
             result.result = op(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - kept on the trace, shown by repr and plots
         result.error = error
-        if recorder_loaded():
-            result.recorded = events
+    result.recorded = events
     return result

@@ -52,7 +52,8 @@ namespace workbook {
 inline void check_add_inputs(const char* op, const at::Tensor& self, const at::Tensor& other) {
   check_strided(op, "self", self);
   check_strided(op, "other", other);
-  check_dtype(op, "self", self, {at::kFloat, at::kDouble, at::kInt, at::kLong});
+  // bfloat16 and float16: the dtypes autocast casts to (lesson 05).
+  check_dtype(op, "self", self, {at::kFloat, at::kDouble, at::kInt, at::kLong, at::kBFloat16, at::kHalf});
   check_same_dtype(op, "other", other, "self", self);
   check_same_shape(op, "other", other, "self", self);
 }
@@ -89,7 +90,7 @@ inline void check_all_reduce_inputs(const char* op, const at::Tensor& self) {
 inline void check_matmul_inputs(const char* op, const at::Tensor& self, const at::Tensor& other) {
   check_strided(op, "self", self);
   check_strided(op, "other", other);
-  check_dtype(op, "self", self, {at::kFloat, at::kDouble});
+  check_dtype(op, "self", self, {at::kFloat, at::kDouble, at::kBFloat16, at::kHalf});
   check_same_dtype(op, "other", other, "self", self);
   check_dim(op, "self", self, 2);
   check_dim(op, "other", other, 2);

@@ -6,6 +6,7 @@
 // and the loops below are written so the compiler can vectorize them: independent accumulators
 // in sum, a register tile in matmul. at::parallel_for / parallel_reduce spread work over cores.
 #include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -25,8 +26,9 @@ constexpr auto kCPU = c10::DeviceType::CPU;
 constexpr int64_t kGrain = 32768;
 
 // out = a + b, elementwise; all three the same shape and dtype, a and b contiguous.
+// c10::BFloat16 and c10::Half add in float and round the result once, as torch.add does.
 void add_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
-  AT_DISPATCH_ALL_TYPES(a.scalar_type(), "workbook::add", [&] {
+  AT_DISPATCH_ALL_TYPES_AND2(at::kBFloat16, at::kHalf, a.scalar_type(), "workbook::add", [&] {
     const scalar_t* pa = a.const_data_ptr<scalar_t>();
     const scalar_t* pb = b.const_data_ptr<scalar_t>();
     scalar_t* po = out.mutable_data_ptr<scalar_t>();
@@ -137,32 +139,37 @@ at::Tensor all_reduce(c10::DispatchKeySet ks, const at::Tensor& self) {
 
 // C[rows, cols] = A[rows, k] @ B[k, cols] for one tile, all row-major with leading dimensions lda,
 // ldb, ldc. With MR and NC known at compile time the accumulator tile lives in vector registers:
-// each B row segment loaded is used MR times, each A element NC times.
-template <typename T, int MR, int NC>
+// each B row segment loaded is used MR times, each A element NC times. Acc is the type sums are
+// kept in: T itself for float and double, float for bfloat16 and float16 (at::opmath_type), so
+// a reduced-precision product is rounded once, at the end, as torch.matmul does.
+template <typename T, typename Acc, int MR, int NC>
 void matmul_tile(const T* A, const T* B, T* C, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
-  T acc[MR][NC] = {};
+  Acc acc[MR][NC] = {};
   for (int64_t p = 0; p < k; ++p) {
     const T* b = B + p * ldb;
     for (int r = 0; r < MR; ++r) {
-      const T a = A[r * lda + p];
-      for (int c = 0; c < NC; ++c) acc[r][c] += a * b[c];
+      const Acc a = static_cast<Acc>(A[r * lda + p]);
+      for (int c = 0; c < NC; ++c) acc[r][c] += a * static_cast<Acc>(b[c]);
     }
   }
-  for (int r = 0; r < MR; ++r) std::copy(acc[r], acc[r] + NC, C + r * ldc);
+  for (int r = 0; r < MR; ++r) {
+    for (int c = 0; c < NC; ++c) C[r * ldc + c] = static_cast<T>(acc[r][c]);
+  }
 }
 
-// The same for the ragged edges of the matrix (fewer rows or columns than a full tile): plain loops.
-template <typename T>
+// The same for the ragged edges of the matrix (fewer rows or columns than a full tile): one row
+// at a time, at most NC columns.
+template <typename T, typename Acc, int NC>
 void matmul_edge(const T* A, const T* B, T* C, int64_t rows, int64_t cols, int64_t k, int64_t lda, int64_t ldb,
                  int64_t ldc) {
   for (int64_t r = 0; r < rows; ++r) {
-    T* c_row = C + r * ldc;
-    std::fill(c_row, c_row + cols, T(0));
+    Acc acc[NC] = {};
     for (int64_t p = 0; p < k; ++p) {
-      const T a = A[r * lda + p];
+      const Acc a = static_cast<Acc>(A[r * lda + p]);
       const T* b = B + p * ldb;
-      for (int64_t c = 0; c < cols; ++c) c_row[c] += a * b[c];
+      for (int64_t c = 0; c < cols; ++c) acc[c] += a * static_cast<Acc>(b[c]);
     }
+    for (int64_t c = 0; c < cols; ++c) C[r * ldc + c] = static_cast<T>(acc[c]);
   }
 }
 
@@ -170,8 +177,9 @@ void matmul_edge(const T* A, const T* B, T* C, int64_t rows, int64_t cols, int64
 // (k x NC values) stays in cache while every row tile of this thread's rows uses it.
 template <typename T>
 void matmul_blocked(const T* A, const T* B, T* C, int64_t n, int64_t k, int64_t m) {
+  using Acc = at::opmath_type<T>;
   constexpr int MR = 4;
-  constexpr int NC = 256 / sizeof(T);  // 64 floats or 32 doubles: 4 AVX-512 registers per row
+  constexpr int NC = 256 / sizeof(Acc);  // 64 floats or 32 doubles: 4 AVX-512 registers per row
   const int64_t row_tiles = (n + MR - 1) / MR;
   at::parallel_for(0, row_tiles, 1, [&](int64_t first_tile, int64_t last_tile) {
     for (int64_t j = 0; j < m; j += NC) {
@@ -179,9 +187,9 @@ void matmul_blocked(const T* A, const T* B, T* C, int64_t n, int64_t k, int64_t 
       for (int64_t t = first_tile; t < last_tile; ++t) {
         const int64_t i = t * MR, rows = std::min<int64_t>(MR, n - i);
         if (rows == MR && cols == NC) {
-          matmul_tile<T, MR, NC>(A + i * k, B + j, C + i * m + j, k, k, m, m);
+          matmul_tile<T, Acc, MR, NC>(A + i * k, B + j, C + i * m + j, k, k, m, m);
         } else {
-          matmul_edge<T>(A + i * k, B + j, C + i * m + j, rows, cols, k, k, m, m);
+          matmul_edge<T, Acc, NC>(A + i * k, B + j, C + i * m + j, rows, cols, k, k, m, m);
         }
       }
     }
@@ -197,7 +205,7 @@ at::Tensor matmul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tens
   const int64_t n = self.size(0), k = self.size(1), m = other.size(1);
   at::Tensor a = self.contiguous(), b = other.contiguous();
   at::Tensor out = at::empty({n, m}, self.options());
-  AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), op, [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, a.scalar_type(), op, [&] {
     matmul_blocked<scalar_t>(a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(),
                              n, k, m);
   });

@@ -20,6 +20,7 @@
 // This file needs a CUDA build of torch and a GPU to run (helpers/build.py's "cuda" layer);
 // tests/test_cuda.py compile-checks it with nvcc even where neither is available.
 #include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
@@ -44,7 +45,7 @@ constexpr int kWarpSize = 32;
 constexpr int kWarps = kThreads / kWarpSize;
 constexpr int kTile = 16;  // matmul tile: kTile x kTile threads per block, two kTile x kTile tiles in shared memory
 
-// The four dtypes the checks admit. AT_DISPATCH_ALL_TYPES would also instantiate every kernel
+// The four dtypes sum takes. AT_DISPATCH_ALL_TYPES would also instantiate every kernel
 // for uint8, int8 and int16: dead code that costs compile time.
 #define WORKBOOK_DISPATCH_TYPES(TYPE, NAME, ...)                  \
   AT_DISPATCH_SWITCH(TYPE, NAME,                                   \
@@ -52,6 +53,16 @@ constexpr int kTile = 16;  // matmul tile: kTile x kTile threads per block, two 
                      AT_DISPATCH_CASE(at::kDouble, __VA_ARGS__)    \
                      AT_DISPATCH_CASE(at::kInt, __VA_ARGS__)       \
                      AT_DISPATCH_CASE(at::kLong, __VA_ARGS__))
+
+// add also takes the two dtypes autocast casts to (lesson 05).
+#define WORKBOOK_DISPATCH_ADD_TYPES(TYPE, NAME, ...)               \
+  AT_DISPATCH_SWITCH(TYPE, NAME,                                   \
+                     AT_DISPATCH_CASE(at::kFloat, __VA_ARGS__)     \
+                     AT_DISPATCH_CASE(at::kDouble, __VA_ARGS__)    \
+                     AT_DISPATCH_CASE(at::kInt, __VA_ARGS__)       \
+                     AT_DISPATCH_CASE(at::kLong, __VA_ARGS__)      \
+                     AT_DISPATCH_CASE(at::kHalf, __VA_ARGS__)      \
+                     AT_DISPATCH_CASE(at::kBFloat16, __VA_ARGS__))
 
 // check_device says each tensor is on CUDA; this says they are on the *same* GPU.
 void check_same_device(const char* op, const char* arg, const at::Tensor& t, const char* ref_arg, const at::Tensor& ref) {
@@ -87,7 +98,7 @@ void add_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
   if (n == 0) return;  // a grid of 0 blocks is an invalid launch
   const int blocks = grid_size(n, a.get_device());
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  WORKBOOK_DISPATCH_TYPES(a.scalar_type(), "workbook::add", [&] {
+  WORKBOOK_DISPATCH_ADD_TYPES(a.scalar_type(), "workbook::add", [&] {
     add_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
                                                            out.mutable_data_ptr<scalar_t>(), n);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -214,24 +225,27 @@ at::Tensor all_reduce(c10::DispatchKeySet ks, const at::Tensor& self) {
 // loads a tile of `a` and a tile of `b` into shared memory (each thread one element of each,
 // zero past the edges), then every thread reads kTile values of each from shared memory
 // instead of global memory. Each global element is thus read n/kTile or m/kTile times, not n or m.
+// half and bfloat16 inputs are widened to float as they are loaded (at::opmath_type), so the sum
+// is kept, and rounded once, in float.
 template <typename scalar_t>
 __global__ void matmul_kernel(const scalar_t* a, const scalar_t* b, scalar_t* out, int64_t n, int64_t k, int64_t m) {
-  __shared__ scalar_t a_tile[kTile][kTile];
-  __shared__ scalar_t b_tile[kTile][kTile];
+  using acc_t = at::opmath_type<scalar_t>;
+  __shared__ acc_t a_tile[kTile][kTile];
+  __shared__ acc_t b_tile[kTile][kTile];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t row = int64_t{blockIdx.y} * kTile + ty;  // of out and a
   const int64_t col = int64_t{blockIdx.x} * kTile + tx;  // of out and b
-  scalar_t acc = 0;
+  acc_t acc = 0;
   for (int64_t t = 0; t < k; t += kTile) {
     // tx walks a's columns and b's columns, so consecutive threads read consecutive addresses.
-    a_tile[ty][tx] = (row < n && t + tx < k) ? a[row * k + t + tx] : scalar_t{0};
-    b_tile[ty][tx] = (t + ty < k && col < m) ? b[(t + ty) * m + col] : scalar_t{0};
+    a_tile[ty][tx] = (row < n && t + tx < k) ? static_cast<acc_t>(a[row * k + t + tx]) : acc_t{0};
+    b_tile[ty][tx] = (t + ty < k && col < m) ? static_cast<acc_t>(b[(t + ty) * m + col]) : acc_t{0};
     __syncthreads();
 #pragma unroll
     for (int p = 0; p < kTile; ++p) acc += a_tile[ty][p] * b_tile[p][tx];
     __syncthreads();  // before the next iteration overwrites the tiles
   }
-  if (row < n && col < m) out[row * m + col] = acc;
+  if (row < n && col < m) out[row * m + col] = static_cast<scalar_t>(acc);
 }
 
 at::Tensor matmul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other) {
@@ -252,7 +266,7 @@ at::Tensor matmul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tens
   const dim3 threads(kTile, kTile);
   const dim3 blocks(static_cast<unsigned>((m + kTile - 1) / kTile), static_cast<unsigned>((n + kTile - 1) / kTile));
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), op, [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, a.scalar_type(), op, [&] {
     matmul_kernel<scalar_t><<<blocks, threads, 0, stream>>>(a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
                                                              out.mutable_data_ptr<scalar_t>(), n, k, m);
     C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -45,6 +45,8 @@ LAYERS: dict[str, list[str]] = {
     "autograd": ["autograd.cpp"],
     "fallthrough": ["fallthrough.cpp"],
     "ad_inplace_or_view": ["ad_inplace_or_view.cpp"],
+    # Autocast kernels: a layer of its own, as its header costs ~20 s of compile (lesson 05).
+    "autocast": ["autocast.cpp"],
     # CUDA kernels: building and loading this layer needs a CUDA build of torch and a GPU.
     "cuda": ["cuda.cu"],
     # Lesson 01's pitfalls: what goes wrong, and the fix.
@@ -55,6 +57,8 @@ LAYERS: dict[str, list[str]] = {
     # Lesson 04's pitfalls: a wrong backward formula, and a deprecated guard.
     "wrong_backward": ["pitfalls/wrong_backward.cpp"],
     "deprecated_guard": ["pitfalls/deprecated_guard.cpp"],
+    # Lesson 05's pitfall: an autocast kernel without its exclude guard.
+    "autocast_no_guard": ["pitfalls/autocast_no_guard.cpp"],
 }
 
 # JIT builds pass no optimization flag by default: kernels would run at -O0. A JIT build runs on the

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .build import CSRC
 
@@ -298,3 +299,30 @@ def call(op, *args, **kwargs) -> Trace:
         result.error = error
     result.recorded = events
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Counting operator calls
+
+
+class _OpCalls(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@contextmanager
+def op_calls():
+    """Names of the operators called inside the block, in order: `with op_calls() as names: ...`.
+
+    A TorchDispatchMode sees each call when it reaches the Python key, which sits below Autocast and
+    Autograd. So it sees the casts an autocast kernel makes (aten._to_copy.default) and the call it
+    hands on; it does not see the calls made inside a call it has already seen (the mode is off
+    while it runs one).
+    """
+    with _OpCalls() as mode:
+        yield mode.names

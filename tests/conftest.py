@@ -11,6 +11,6 @@ from helpers import build
 @pytest.fixture(scope="session")
 def workbook():
     """Every CPU-side layer of the workbook, loaded once for the test session."""
-    for layer in ("schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view"):
+    for layer in ("schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view", "autocast"):
         build.load(layer)
     return torch.ops.workbook

@@ -7,9 +7,14 @@ import pytest
 import torch
 from torch.library import opcheck
 
-DTYPES = {"add": [torch.float32, torch.float64, torch.int32, torch.int64],
+# bfloat16 and float16 are the dtypes autocast casts to (lesson 05).
+DTYPES = {"add": [torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloat16, torch.float16],
           "sum": [torch.float32, torch.float64, torch.int32, torch.int64],
-          "matmul": [torch.float32, torch.float64]}
+          "matmul": [torch.float32, torch.float64, torch.bfloat16, torch.float16]}
+# float32 and float64 to near their precision; bfloat16 and float16 to assert_close's defaults for them
+# (about two units in the last place: the sums round once, but in another order than torch's).
+TOLERANCE = {torch.float32: {"rtol": 1e-5, "atol": 1e-4}, torch.float64: {"rtol": 1e-12, "atol": 1e-4},
+             torch.bfloat16: {}, torch.float16: {}}
 
 
 def make(shape, dtype, device="cpu", seed=0):
@@ -47,7 +52,7 @@ def test_matches_torch(workbook, name, dtype):
         result, expected = getattr(workbook, name)(*args, **kwargs), REFERENCE[name](*args, **kwargs)
         assert result.dtype == expected.dtype and result.shape == expected.shape
         if dtype.is_floating_point:
-            torch.testing.assert_close(result, expected, rtol=1e-5 if dtype == torch.float32 else 1e-12, atol=1e-4)
+            torch.testing.assert_close(result, expected, **TOLERANCE[dtype])
         else:
             assert torch.equal(result, expected)
 
@@ -133,7 +138,7 @@ def test_opcheck_mutating_and_view_ops(workbook):
 x, i32, i16 = torch.ones(2, 3), torch.ones(2, 3, dtype=torch.int32), torch.ones(2, 3, dtype=torch.int16)
 BAD_INPUTS = {
     "add: other on another device": ("add", (x, x.to("meta")), {}, r"`self` must be on meta, got cpu"),
-    "add: unsupported dtype": ("add", (i16, i16), {}, r"`self` has dtype Short; supported: Float, Double, Int, Long"),
+    "add: unsupported dtype": ("add", (i16, i16), {}, r"`self` has dtype Short; supported: Float, Double, Int, Long, BFloat16, Half"),
     "add: dtypes differ": ("add", (x, i32), {}, r"`other` has dtype Int but `self` has dtype Float"),
     "add: shapes differ": ("add", (x, torch.ones(3, 2)), {}, r"`other` has shape \[3, 2\] but `self` has shape \[2, 3\]"),
     "add_: self not contiguous": ("add_", (torch.ones(3, 2).T, x), {}, r"workbook::add_: `self` is written in place and must be contiguous"),
@@ -144,7 +149,7 @@ BAD_INPUTS = {
     "sum: unsupported dtype": ("sum", (i16,), {}, r"workbook::sum: `self` has dtype Short"),
     "sum: unsupported result dtype": ("sum", (x,), {"dtype": torch.float16}, r"`dtype` must be one of Float, Double, Int, Long, got Half"),
     "all_reduce: floating dtype": ("all_reduce", (x,), {}, r"workbook::all_reduce: `self` has dtype Float; supported: Int, Long"),
-    "matmul: integer dtype": ("matmul", (i32, i32.T), {}, r"workbook::matmul: `self` has dtype Int; supported: Float, Double"),
+    "matmul: integer dtype": ("matmul", (i32, i32.T), {}, r"workbook::matmul: `self` has dtype Int; supported: Float, Double, BFloat16, Half"),
     "matmul: dtypes differ": ("matmul", (x, x.T.double()), {}, r"`other` has dtype Double but `self` has dtype Float"),
     "matmul: self not 2-D": ("matmul", (torch.ones(2, 3, 4), x), {}, r"`self` must be 2-D, got 3-D with shape \[2, 3, 4\]"),
     "matmul: other not 2-D": ("matmul", (x, torch.ones(3)), {}, r"`other` must be 2-D, got 1-D"),

@@ -34,8 +34,11 @@ def test_predicted_path_matches_recorded_path(workbook, op_name, kind, context):
         t = trace.call(getattr(workbook, op_name), *args)
     assert t.error is None
     # add and matmul have Autograd kernels (csrc/autograd.cpp); inference_mode excludes that key.
+    # They also have AutocastCPU kernels (csrc/autocast.cpp), which only an autocast region turns on.
+    through_autocast = op_name in ("add", "matmul") and context == "autocast"
     through_autograd = op_name in ("add", "matmul") and context != "inference_mode"
-    assert t.recorded_path == (["AutogradCPU"] if through_autograd else []) + ["CPU"]
+    assert t.recorded_path == (["AutocastCPU"] if through_autocast else []) + (
+        ["AutogradCPU"] if through_autograd else []) + ["CPU"]
     assert [e.depth for e in t.recorded] == list(range(len(t.recorded)))
     assert t.agrees
 

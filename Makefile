@@ -39,6 +39,7 @@ execute: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m bench.kernels
+	$(BIN)/python -m bench.composition
 	$(BIN)/python -m bench.build_times
 
 clean:

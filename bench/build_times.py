@@ -1,6 +1,7 @@
 """Build times of each csrc layer: the workbook's way (helpers.build) against a default load_inline.
 
-    python -m bench.build_times          (or: make bench)
+    python -m bench.build_times                 (or: make bench) every layer and lesson
+    python -m bench.build_times 05_autocast     only the layers of the lessons named
 
 Each measurement runs in a fresh process with an empty build folder, so "cold" means a real compile.
 - workbook, cold / warm: build.load(layer): only the headers each file includes, -O3. Warm = the
@@ -22,6 +23,9 @@ LESSON_LAYERS = {
     "02_backend_kernels": ["schemas", "cpu", "meta", "composite", "catch_all"],
     "03_fallthrough": ["schemas", "cpu", "meta", "composite", "fragment", "fallthrough", "ad_inplace_or_view"],
     "04_autograd_function": ["schemas", "cpu", "meta", "composite", "autograd", "wrong_backward", "deprecated_guard"],
+    "05_autocast": ["schemas", "cpu", "meta", "composite", "autograd", "autocast", "autocast_no_guard"],
+    "06_composition": ["schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view",
+                       "autocast"],
 }
 
 WORKBOOK = """
@@ -53,10 +57,15 @@ def seconds(code: str) -> float:
     return float(done.stdout.split()[-1])
 
 
-def main():
+def main(lessons: list[str]):
+    unknown = set(lessons) - set(LESSON_LAYERS)
+    if unknown:
+        sys.exit(f"unknown lessons {sorted(unknown)}; lessons are: {', '.join(LESSON_LAYERS)}")
+    lessons = lessons or list(LESSON_LAYERS)
+    layers = [layer for layer in build.LAYERS if layer == "cuda" or any(layer in LESSON_LAYERS[l] for l in lessons)]
     print(f"{'layer':20} {'workbook cold':>14} {'workbook warm':>14} {'load_inline default':>20} {'ratio':>6}")
     totals = {}
-    for layer in build.LAYERS:
+    for layer in layers:
         if layer == "cuda" and not torch.cuda.is_available():
             print(f"{layer:20} skipped: needs a CUDA build of torch and a GPU")
             continue
@@ -71,10 +80,10 @@ def main():
     print(f"\nthe cpu layer without {' '.join(build.CFLAGS)}: {unoptimized:.1f} s cold "
           f"(the optimization flags cost {totals['cpu'][0] - unoptimized:+.1f} s)")
     print("\nper lesson (sum of its layers):")
-    for lesson, layers in LESSON_LAYERS.items():
-        cold, warm, inline = (sum(totals[layer][i] for layer in layers) for i in range(3))
+    for lesson in lessons:
+        cold, warm, inline = (sum(totals[layer][i] for layer in LESSON_LAYERS[lesson]) for i in range(3))
         print(f"{lesson:20} {cold:13.1f}s {warm:13.2f}s {inline:19.1f}s {inline / cold:5.1f}x")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -1,8 +1,11 @@
-"""Show a csrc file, or one block of it, in a notebook. What you see is the file itself."""
+"""Show a csrc file, or one block of it, or a Python function from helpers/, in a notebook. What you
+see is the file itself."""
 
 from IPython.display import Code
 
 from .build import CSRC
+
+HELPERS = CSRC.parent / "helpers"
 
 
 def show(name: str, block: str | None = None) -> Code:
@@ -19,3 +22,14 @@ def show(name: str, block: str | None = None) -> Code:
             end += 1
         lines = lines[start : end + 1]
     return Code("\n".join(lines), language="cpp")
+
+
+def python(name: str, start: str, stop: str | None = None) -> Code:
+    """Lines of helpers/<name>: from the first line that starts with `start` up to the next line that
+    starts with `stop` (or to the end of the file)."""
+    lines = (HELPERS / name).read_text().splitlines()
+    first = next((i for i, line in enumerate(lines) if line.startswith(start)), None)
+    if first is None:
+        raise ValueError(f"no line of helpers/{name} starts with {start!r}")
+    last = next((i for i in range(first + 1, len(lines)) if stop and lines[i].startswith(stop)), len(lines))
+    return Code("\n".join(lines[first:last]).strip("\n"), language="python")

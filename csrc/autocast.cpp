@@ -14,8 +14,9 @@
 // cached_cast only casts eligible tensors: floating point, on the region's device, not float64.
 // It caches the cast of a float32 leaf that requires grad (a weight) until the region ends.
 //
-// The header is expensive: ATen/autocast_mode.h includes ATen/ATen.h and NativeFunctions.h (about
-// 20 s of compile on 2 cores), which is why these kernels are a layer of their own.
+// The header is heavy: ATen/autocast_mode.h includes ATen/ATen.h and NativeFunctions.h (the
+// declarations of every native function), which is why these kernels are a layer of their own
+// (its compile time: python -m bench.build_times 05_autocast).
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>

@@ -36,7 +36,9 @@ REPO = Path(__file__).resolve().parent.parent
 CSRC = REPO / "csrc"
 BUILD_DIR = Path(os.environ.get("WORKBOOK_BUILD_DIR", REPO / "build")) / "extensions"
 # torch.compile's compiled code (lesson 06) is cached beside the extensions rather than in /tmp, so
-# that a second run of a notebook or of the tests finds it, and `make clean` removes it.
+# that a second run of a notebook or of the tests finds it, and `make clean` removes it. (Inductor's
+# precompiled header, ~150 MB, still goes to /tmp/torchinductor_<user>: torch 2.13 places it there
+# without reading this variable.)
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(BUILD_DIR.parent / "inductor"))
 
 # Layer name -> the csrc files compiled into its library.

@@ -50,7 +50,7 @@ LAYERS: dict[str, list[str]] = {
     "autograd": ["autograd.cpp"],
     "fallthrough": ["fallthrough.cpp"],
     "ad_inplace_or_view": ["ad_inplace_or_view.cpp"],
-    # Autocast kernels: a layer of its own, as its header costs ~20 s of compile (lesson 05).
+    # Autocast kernels: a layer of its own, as ATen/autocast_mode.h is a heavy header (lesson 05).
     "autocast": ["autocast.cpp"],
     # CUDA kernels: building and loading this layer needs a CUDA build of torch and a GPU.
     "cuda": ["cuda.cu"],

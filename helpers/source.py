@@ -3,9 +3,9 @@ see is the file itself."""
 
 from IPython.display import Code
 
-from .build import CSRC
+from .build import CSRC, REPO
 
-HELPERS = CSRC.parent / "helpers"
+HELPERS = REPO / "helpers"
 
 
 def show(name: str, block: str | None = None) -> Code:

@@ -2,18 +2,22 @@
 // (the dispatcher passes it; the schema does not mention it) so it can record its trace event.
 // Inputs that are not contiguous are made contiguous; tensors written in place must already be.
 //
-// Speed: helpers/build.py compiles with -O3 -march=native (a JIT build runs where it was built),
-// and the loops below are written so the compiler can vectorize them: independent accumulators
-// in sum, a register tile in matmul. at::parallel_for / parallel_reduce spread work over cores.
+// Speed: the loops use at::vec::Vectorized<T>, ATen's portable SIMD type. Its width is fixed when
+// this file is compiled: helpers/build.py compiles for the instruction set torch itself chose on
+// this machine (torch.backends.cpu.get_cpu_capability(): AVX512, AVX2, or DEFAULT, which is NEON
+// on Arm), the way torch compiles its own kernels once per capability. at::parallel_for and
+// at::parallel_reduce spread the work over cores where OpenMP is available (see build.py).
 #include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/cpu/vec/functional.h>
+#include <ATen/cpu/vec/vec.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <functional>
+#include <vector>
 
 #include "checks.h"
 #include "trace.h"
@@ -26,14 +30,17 @@ constexpr auto kCPU = c10::DeviceType::CPU;
 constexpr int64_t kGrain = 32768;
 
 // out = a + b, elementwise; all three the same shape and dtype, a and b contiguous.
-// c10::BFloat16 and c10::Half add in float and round the result once, as torch.add does.
+// at::vec::map2 walks the arrays one Vectorized<scalar_t> at a time (8 floats with AVX2, 16 with
+// AVX-512, 4 with Arm NEON) and finishes the tail with a partial load. For bfloat16 and float16 it
+// adds in float and rounds the result once, as torch.add does.
 void add_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
   AT_DISPATCH_ALL_TYPES_AND2(at::kBFloat16, at::kHalf, a.scalar_type(), "workbook::add", [&] {
+    using Vec = at::vec::Vectorized<scalar_t>;
     const scalar_t* pa = a.const_data_ptr<scalar_t>();
     const scalar_t* pb = b.const_data_ptr<scalar_t>();
     scalar_t* po = out.mutable_data_ptr<scalar_t>();
     at::parallel_for(0, a.numel(), kGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) po[i] = pa[i] + pb[i];
+      at::vec::map2([](Vec x, Vec y) { return x + y; }, po + begin, pa + begin, pb + begin, end - begin);
     });
   });
 }
@@ -67,42 +74,69 @@ void add_out(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& o
   add_into(self.contiguous(), other.contiguous(), out);
 }
 
-// Sum of p[0..n) in kLanes independent partial sums of type lane_t. A single running total is a
-// chain of dependent adds that the compiler may not reorder (float addition is not associative);
-// separate lanes are independent, so -O3 turns the inner loop into vector adds. 512 bytes of
-// lanes = 8 AVX-512 registers' worth: enough independent adds in flight to hide their latency
-// (32 float lanes measured half as fast).
-template <typename lane_t, typename in_t>
-lane_t sum_lanes(const in_t* p, int64_t n) {
-  constexpr int kLanes = 512 / sizeof(lane_t);
-  lane_t lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lanes[j] += static_cast<lane_t>(p[i + j]);
+// How many vector accumulators the floating-point sum keeps. A single running total is a chain of dependent adds,
+// each waiting for the last (about 4 cycles); independent accumulators keep several adds in flight.
+// 4 fit in 16 vector registers (AVX2) with room for the loads, as well as in 32 (AVX-512, NEON).
+constexpr int kAccumulators = 4;
+
+// Floating point: kAccumulators Vectorized<T> running sums over blocks of kBlock elements, each
+// block's total added in double. Float addition is not associative, so the compiler may not
+// split one running total into vectors by itself: Vectorized says it explicitly. A lane adds
+// only kBlock / (kAccumulators * Vec::size()) values before its total moves to double, so rounding
+// error stays below what a float32 result can show.
+template <typename T>
+double sum_floating(const T* p, int64_t n) {
+  using Vec = at::vec::Vectorized<T>;
+  constexpr int64_t kStep = kAccumulators * Vec::size();
+  constexpr int64_t kBlock = 16384;
+  double total = 0;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t end = std::min(n, start + kBlock);
+    Vec acc[kAccumulators];
+    for (auto& a : acc) a = Vec(T(0));
+    int64_t i = start;
+    for (; i + kStep <= end; i += kStep) {
+      for (int j = 0; j < kAccumulators; ++j) acc[j] += Vec::loadu(p + i + j * Vec::size());
+    }
+    for (int j = 1; j < kAccumulators; ++j) acc[0] += acc[j];
+    total += at::vec::vec_reduce_all<T>([](Vec x, Vec y) { return x + y; }, acc[0]);
+    for (; i < end; ++i) total += p[i];
   }
-  lane_t total = 0;
-  for (int j = 0; j < kLanes; ++j) total += lanes[j];
-  for (; i < n; ++i) total += static_cast<lane_t>(p[i]);
   return total;
 }
 
-// Integers: int64 lanes (torch.sum's accumulator), each element widened inside the vector loop.
-// Floating point: lanes of the input's own type over blocks, block totals added in double. The
-// lanes run at full vector width, and each adds only kBlock / kLanes values before its total
-// moves to double, so rounding error stays below what a float32 result can show. (Widening every
-// element to double was 3x slower; short blocks spent their time adding up the lanes.)
+// Integers: int64 accumulators (torch.sum's accumulator type). An int32 vector is widened into two
+// int64 vectors by at::vec::convert (vpmovsxdq with AVX2 and AVX-512). Spelled out rather than left
+// to the compiler: g++ vectorizes a plain widening loop, clang 14 does not (4x slower).
+template <typename T>
+int64_t sum_integral(const T* p, int64_t n) {
+  using Vec = at::vec::Vectorized<T>;
+  using Vec64 = at::vec::Vectorized<int64_t>;
+  Vec64 acc[2] = {Vec64(0), Vec64(0)};
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    if constexpr (std::is_same_v<T, int64_t>) {
+      acc[0] += Vec::loadu(p + i);
+    } else {
+      const auto wide = at::vec::convert<int64_t, 2, T, 1>(at::vec::VectorizedN<T, 1>(Vec::loadu(p + i)));
+      acc[0] += wide[0];
+      acc[1] += wide[1];
+    }
+  }
+  int64_t total = at::vec::vec_reduce_all<int64_t>([](Vec64 x, Vec64 y) { return x + y; }, acc[0] + acc[1]);
+  for (; i < n; ++i) total += p[i];
+  return total;
+}
+
 template <typename in_t>
 using sum_acc_t = std::conditional_t<std::is_integral_v<in_t>, int64_t, double>;
 
 template <typename in_t>
 sum_acc_t<in_t> sum_contiguous(const in_t* p, int64_t n) {
   if constexpr (std::is_integral_v<in_t>) {
-    return sum_lanes<int64_t>(p, n);
+    return sum_integral(p, n);
   } else {
-    constexpr int64_t kBlock = 16384;
-    double total = 0;
-    for (int64_t i = 0; i < n; i += kBlock) total += sum_lanes<in_t>(p + i, std::min(kBlock, n - i));
-    return total;
+    return sum_floating(p, n);
   }
 }
 
@@ -111,7 +145,7 @@ at::Tensor sum_all(const at::Tensor& self, c10::ScalarType result_dtype) {
   constexpr const char* op = "workbook::sum";
   at::Tensor input = self.contiguous();
   at::Tensor out = at::empty({}, self.options().dtype(result_dtype));
-  AT_DISPATCH_ALL_TYPES(input.scalar_type(), op, [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kInt, at::kLong, input.scalar_type(), op, [&] {
     using in_t = scalar_t;
     using acc_t = sum_acc_t<in_t>;
     const in_t* p = input.const_data_ptr<in_t>();
@@ -119,7 +153,7 @@ at::Tensor sum_all(const at::Tensor& self, c10::ScalarType result_dtype) {
         0, input.numel(), kGrain, acc_t(0),
         [&](int64_t begin, int64_t end, acc_t partial) { return partial + sum_contiguous(p + begin, end - begin); },
         std::plus<acc_t>());
-    AT_DISPATCH_ALL_TYPES(result_dtype, op, [&] { *out.mutable_data_ptr<scalar_t>() = static_cast<scalar_t>(total); });
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kInt, at::kLong, result_dtype, op, [&] { *out.mutable_data_ptr<scalar_t>() = static_cast<scalar_t>(total); });
   });
   return out;
 }
@@ -137,63 +171,96 @@ at::Tensor all_reduce(c10::DispatchKeySet ks, const at::Tensor& self) {
   return sum_all(self, at::kLong);
 }
 
-// C[rows, cols] = A[rows, k] @ B[k, cols] for one tile, all row-major with leading dimensions lda,
-// ldb, ldc. With MR and NC known at compile time the accumulator tile lives in vector registers:
-// each B row segment loaded is used MR times, each A element NC times. Acc is the type sums are
-// kept in: T itself for float and double, float for bfloat16 and float16 (at::opmath_type), so
-// a reduced-precision product is rounded once, at the end, as torch.matmul does.
-template <typename T, typename Acc, int MR, int NC>
-void matmul_tile(const T* A, const T* B, T* C, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
-  Acc acc[MR][NC] = {};
-  for (int64_t p = 0; p < k; ++p) {
-    const T* b = B + p * ldb;
-    for (int r = 0; r < MR; ++r) {
-      const Acc a = static_cast<Acc>(A[r * lda + p]);
-      for (int c = 0; c < NC; ++c) acc[r][c] += a * static_cast<Acc>(b[c]);
+// Matmul, C[n, m] = A[n, k] @ B[k, m], all row-major and contiguous.
+//
+// The micro-kernel keeps a tile of C of kRows rows x kCols vectors in registers: each vector of B
+// loaded is used kRows times, each element of A (broadcast to a vector) kCols times, one fused
+// multiply-add per pair. 6 x 2 = 12 accumulators + 2 B vectors + 1 broadcast = 15 registers: it
+// fits the 16 of AVX2 (a larger tile spills to memory there) and leaves room in the 32 of AVX-512.
+// The tile is 6 x 16 floats with AVX2, 6 x 32 with AVX-512: the width comes from Vectorized.
+constexpr int kRows = 6;
+constexpr int kCols = 2;
+// Cache blocking: a thread works on kRowBlock rows of A at a time, and kDepth columns of A (rows of
+// B) at a time. For each column tile it first copies ("packs") that kDepth x tile slice of B into a
+// small contiguous buffer: read straight from B, the slice's rows lie a whole row of B apart (4 KB
+// for 1024 floats), all in the same few L1 cache sets, and evict one another. Packed, the slice
+// stays in L1 while every row tile of the block reuses it, and the block of A stays in L2.
+constexpr int64_t kRowBlock = 96;
+constexpr int64_t kDepth = 256;
+
+// C tile += A[0:kRows, 0:depth] @ B[0:depth, 0:kCols vectors]; `first` starts from zero instead.
+template <typename T>
+void matmul_tile(const T* A, const T* B, T* C, int64_t depth, int64_t lda, int64_t ldb, int64_t ldc, bool first) {
+  using Vec = at::vec::Vectorized<T>;
+  Vec acc[kRows][kCols];
+  for (int r = 0; r < kRows; ++r) {
+    for (int c = 0; c < kCols; ++c) acc[r][c] = first ? Vec(T(0)) : Vec::loadu(C + r * ldc + c * Vec::size());
+  }
+  for (int64_t p = 0; p < depth; ++p) {
+    Vec b[kCols];
+    for (int c = 0; c < kCols; ++c) b[c] = Vec::loadu(B + p * ldb + c * Vec::size());
+    for (int r = 0; r < kRows; ++r) {
+      const Vec a(A[r * lda + p]);
+      for (int c = 0; c < kCols; ++c) acc[r][c] = at::vec::fmadd(a, b[c], acc[r][c]);
     }
   }
-  for (int r = 0; r < MR; ++r) {
-    for (int c = 0; c < NC; ++c) C[r * ldc + c] = static_cast<T>(acc[r][c]);
+  for (int r = 0; r < kRows; ++r) {
+    for (int c = 0; c < kCols; ++c) acc[r][c].store(C + r * ldc + c * Vec::size());
   }
 }
 
-// The same for the ragged edges of the matrix (fewer rows or columns than a full tile): one row
-// at a time, at most NC columns.
-template <typename T, typename Acc, int NC>
-void matmul_edge(const T* A, const T* B, T* C, int64_t rows, int64_t cols, int64_t k, int64_t lda, int64_t ldb,
-                 int64_t ldc) {
+// The ragged edges (fewer rows or columns than a full tile): plain loops, one row at a time.
+template <typename T>
+void matmul_edge(const T* A, const T* B, T* C, int64_t rows, int64_t cols, int64_t depth, int64_t lda, int64_t ldb,
+                 int64_t ldc, bool first) {
   for (int64_t r = 0; r < rows; ++r) {
-    Acc acc[NC] = {};
-    for (int64_t p = 0; p < k; ++p) {
-      const Acc a = static_cast<Acc>(A[r * lda + p]);
-      const T* b = B + p * ldb;
-      for (int64_t c = 0; c < cols; ++c) acc[c] += a * static_cast<Acc>(b[c]);
+    for (int64_t c = 0; c < cols; ++c) {
+      T acc = first ? T(0) : C[r * ldc + c];
+      for (int64_t p = 0; p < depth; ++p) acc += A[r * lda + p] * B[p * ldb + c];
+      C[r * ldc + c] = acc;
     }
-    for (int64_t c = 0; c < cols; ++c) C[r * ldc + c] = static_cast<T>(acc[c]);
   }
 }
 
-// Tiles of MR rows x NC columns. The outer loop walks column panels so that a panel of B
-// (k x NC values) stays in cache while every row tile of this thread's rows uses it.
+// float and double. Threads take blocks of rows; within a block: depth slices, then column tiles
+// (packed), then row tiles, the innermost loop, which reuses the packed slice.
 template <typename T>
 void matmul_blocked(const T* A, const T* B, T* C, int64_t n, int64_t k, int64_t m) {
-  using Acc = at::opmath_type<T>;
-  constexpr int MR = 4;
-  constexpr int NC = 256 / sizeof(Acc);  // 64 floats or 32 doubles: 4 AVX-512 registers per row
-  const int64_t row_tiles = (n + MR - 1) / MR;
-  at::parallel_for(0, row_tiles, 1, [&](int64_t first_tile, int64_t last_tile) {
-    for (int64_t j = 0; j < m; j += NC) {
-      const int64_t cols = std::min<int64_t>(NC, m - j);
-      for (int64_t t = first_tile; t < last_tile; ++t) {
-        const int64_t i = t * MR, rows = std::min<int64_t>(MR, n - i);
-        if (rows == MR && cols == NC) {
-          matmul_tile<T, Acc, MR, NC>(A + i * k, B + j, C + i * m + j, k, k, m, m);
-        } else {
-          matmul_edge<T, Acc, NC>(A + i * k, B + j, C + i * m + j, rows, cols, k, k, m, m);
+  constexpr int64_t kTileCols = kCols * at::vec::Vectorized<T>::size();
+  const int64_t row_blocks = (n + kRowBlock - 1) / kRowBlock;
+  at::parallel_for(0, row_blocks, 1, [&](int64_t first_block, int64_t last_block) {
+    std::vector<T> packed(kDepth * kTileCols);
+    for (int64_t i0 = first_block * kRowBlock; i0 < std::min(n, last_block * kRowBlock); i0 += kRowBlock) {
+      const int64_t i1 = std::min(n, i0 + kRowBlock);
+      for (int64_t p = 0; p < std::max<int64_t>(k, 1); p += kDepth) {
+        const int64_t depth = std::min(kDepth, k - p);
+        for (int64_t j = 0; j < m; j += kTileCols) {
+          const int64_t cols = std::min(kTileCols, m - j);
+          for (int64_t q = 0; q < depth; ++q) {
+            std::copy_n(B + (p + q) * m + j, cols, packed.data() + q * kTileCols);
+          }
+          for (int64_t i = i0; i < i1; i += kRows) {
+            const int64_t rows = std::min<int64_t>(kRows, i1 - i);
+            const T* a = A + i * k + p;
+            if (rows == kRows && cols == kTileCols) {
+              matmul_tile(a, packed.data(), C + i * m + j, depth, k, kTileCols, m, p == 0);
+            } else {
+              matmul_edge(a, packed.data(), C + i * m + j, rows, cols, depth, k, kTileCols, m, p == 0);
+            }
+          }
         }
       }
     }
   });
+}
+
+// bfloat16 and float16: widen both inputs to float, multiply in float, round the result once (as
+// torch.matmul does: products and sums in a reduced type would lose most of their digits).
+template <typename T>
+void matmul_reduced(const T* A, const T* B, T* C, int64_t n, int64_t k, int64_t m) {
+  std::vector<float> a(A, A + n * k), b(B, B + k * m), c(n * m);
+  matmul_blocked(a.data(), b.data(), c.data(), n, k, m);
+  std::copy(c.begin(), c.end(), C);
 }
 
 at::Tensor matmul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other) {
@@ -206,8 +273,14 @@ at::Tensor matmul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tens
   at::Tensor a = self.contiguous(), b = other.contiguous();
   at::Tensor out = at::empty({n, m}, self.options());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, a.scalar_type(), op, [&] {
-    matmul_blocked<scalar_t>(a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(),
-                             n, k, m);
+    const scalar_t* pa = a.const_data_ptr<scalar_t>();
+    const scalar_t* pb = b.const_data_ptr<scalar_t>();
+    scalar_t* pc = out.mutable_data_ptr<scalar_t>();
+    if constexpr (std::is_floating_point_v<scalar_t>) {
+      matmul_blocked(pa, pb, pc, n, k, m);
+    } else {
+      matmul_reduced(pa, pb, pc, n, k, m);
+    }
   });
   return out;
 }

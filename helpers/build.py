@@ -9,7 +9,9 @@ they need, in order, into the running process:
     build.load("cpu")       # CPU kernels; now torch.ops.workbook.add(x, y) runs
 
 What this adds to torch.utils.cpp_extension.load:
-- Fast builds: only the headers each file includes (no implicit torch/extension.h) and -O3.
+- Fast builds: only the headers each file includes (no implicit torch/extension.h).
+- Fast kernels on any machine and compiler: -O3, the vector instructions torch chose for this CPU,
+  and OpenMP where the compiler has it (probed once; see toolchain()).
 - A cache key over every csrc file involved, headers included, so editing a header rebuilds.
 - A guard against loading a second library that registers an already registered namespace;
   the process would abort (and the Jupyter kernel with it). You get a Python error instead.
@@ -20,13 +22,18 @@ What this adds to torch.utils.cpp_extension.load:
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
+import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -66,12 +73,115 @@ LAYERS: dict[str, list[str]] = {
     "autocast_no_guard": ["pitfalls/autocast_no_guard.cpp"],
 }
 
-# JIT builds pass no optimization flag by default: kernels would run at -O0. A JIT build runs on the
-# machine that compiled it, so it may use every instruction that machine has (-march=native).
-# at::parallel_for is a header template built on `#pragma omp parallel`: without -fopenmp the
-# pragma is ignored and "parallel" kernels run on one thread. (Not linked: the OpenMP calls
-# resolve to the libgomp torch has already loaded, so the process keeps one OpenMP runtime.)
-CFLAGS = ["-O3", "-march=native", "-fopenmp"]
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """How this machine's compiler builds the layers: probed once, then cached in BUILD_DIR."""
+
+    compiler: str  # what torch.utils.cpp_extension runs ($CXX, else c++) and its first --version line
+    capability: str  # torch's CPU capability on this machine, which the kernels are compiled for
+    cflags: list[str]
+    ldflags: list[str]
+    openmp: str  # how at::parallel_for gets its threads, or why it runs on one
+
+    def describe(self) -> str:
+        return f"{self.compiler}; CPU capability {self.capability}; flags {' '.join(self.cflags)}; {self.openmp}"
+
+
+# JIT builds pass no optimization flag by default: kernels would run at -O0, hence -O3.
+# Vector width: torch compiles its own CPU kernels once per instruction set (DEFAULT, AVX2, AVX512)
+# and picks one at run time (torch.backends.cpu.get_cpu_capability(); ATEN_CPU_CAPABILITY=avx2
+# overrides it). A JIT build runs where it was built, so it needs only the one torch picked here:
+# the same macros and -m flags torch's own build uses for it. at::vec::Vectorized<T> takes its width
+# from them. Other machines (Arm, where DEFAULT means NEON) need no flag.
+CAPABILITY_FLAGS = {
+    "AVX512": ["-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512",
+               "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mf16c"],
+    "AVX2": ["-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2", "-mavx2", "-mfma", "-mf16c"],
+    "DEFAULT": ["-DCPU_CAPABILITY=DEFAULT", "-DCPU_CAPABILITY_DEFAULT"],
+}  # fmt: skip
+
+# at::parallel_for is a header template built on `#pragma omp parallel`: without -fopenmp the pragma
+# is ignored and "parallel" kernels run on one thread. This probe library must compile with
+# -fopenmp and load into this process: g++'s calls resolve to the libgomp torch already loaded (one
+# OpenMP runtime in the process); clang's need its own runtime, libomp, linked in. Apple clang has
+# no -fopenmp, and Debian's clang has no omp.h until libomp-dev is installed.
+OPENMP_PROBE = """
+#include <omp.h>
+extern "C" int workbook_openmp_threads() {
+  int threads = 0;
+#pragma omp parallel reduction(+ : threads)
+  threads += 1;
+  return threads;
+}
+"""
+
+
+def _compiler() -> str:
+    return os.environ.get("CXX", "c++")
+
+
+def _compile_probe(folder: Path, name: str, cflags: list[str], ldflags: list[str]) -> tuple[Path | None, str]:
+    """Compile OPENMP_PROBE into a shared library the way torch builds a layer (compile, then link)."""
+    source, obj, library = folder / "probe.cpp", folder / f"{name}.o", folder / f"{name}.so"
+    source.write_text(OPENMP_PROBE)
+    for command in ([_compiler(), "-c", "-fPIC", *cflags, str(source), "-o", str(obj)],
+                    [_compiler(), "-shared", str(obj), *ldflags, "-o", str(library)]):  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            error = next((line for line in done.stderr.splitlines() if "error" in line), done.stderr.strip())
+            return None, error.split("error:", 1)[-1].strip()
+    return library, ""
+
+
+def _accepts(flags: list[str], folder: Path) -> bool:
+    source = folder / "empty.cpp"
+    source.write_text("int workbook_probe() { return 0; }\n")
+    command = [_compiler(), "-c", *flags, str(source), "-o", str(folder / "empty.o")]
+    return subprocess.run(command, capture_output=True).returncode == 0
+
+
+def _probe_openmp(folder: Path) -> tuple[list[str], list[str], str]:
+    if os.environ.get("WORKBOOK_OPENMP") == "0":
+        return [], [], "OpenMP off (WORKBOOK_OPENMP=0): kernels run on one thread"
+    error = ""
+    for name, ldflags in (("openmp_cflags", []), ("openmp_linked", ["-fopenmp"])):
+        library, error = _compile_probe(folder, name, ["-fopenmp"], ldflags)
+        if library is None:
+            break  # the compile failed: linking will not help
+        try:
+            if ctypes.CDLL(str(library)).workbook_openmp_threads() >= 1:
+                how = "the process's OpenMP runtime" if not ldflags else "its own OpenMP runtime, linked in"
+                return ["-fopenmp"], ldflags, f"OpenMP on ({how})"
+        except OSError as load_error:  # an OpenMP symbol nothing in the process provides
+            error = str(load_error).split(":")[-1].strip()
+    return [], [], (f"no OpenMP ({error}): at::parallel_for runs every kernel on ONE thread. For threads, use g++ "
+                    "or install clang's OpenMP runtime (Debian/Ubuntu: libomp-dev; macOS: brew install libomp)")
+
+
+@functools.cache
+def toolchain() -> Toolchain:
+    """Probe the compiler once per machine, compiler and torch (about a second), then read the cache."""
+    version = subprocess.run([_compiler(), "--version"], capture_output=True, text=True).stdout.splitlines()
+    compiler = f"{_compiler()} ({version[0] if version else 'unknown version'})"
+    capability = torch.backends.cpu.get_cpu_capability()
+    identity = f"{compiler} {capability} {torch.__version__} {os.environ.get('WORKBOOK_OPENMP', '')}"
+    cached = BUILD_DIR / f"toolchain_{hashlib.sha256(identity.encode()).hexdigest()[:10]}.json"
+    if cached.exists():
+        found = Toolchain(**json.loads(cached.read_text()))
+    else:
+        BUILD_DIR.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=BUILD_DIR) as folder:
+            optimize = ["-O3"] if _accepts(["-O3"], Path(folder)) else []
+            vector = CAPABILITY_FLAGS.get(capability, CAPABILITY_FLAGS["DEFAULT"])
+            if not _accepts(vector, Path(folder)):
+                capability, vector = f"DEFAULT (the compiler refused {capability}'s flags)", CAPABILITY_FLAGS["DEFAULT"]
+            openmp_cflags, ldflags, openmp = _probe_openmp(Path(folder))
+        found = Toolchain(compiler, capability, optimize + vector + openmp_cflags, ldflags, openmp)
+        cached.write_text(json.dumps(asdict(found)))
+        print(f"Compiler probed: {found.describe()}", file=sys.stderr)
+    return found
 
 
 class CompileError(RuntimeError):
@@ -96,8 +206,8 @@ def layer_sources(layer: str) -> list[Path]:
     return [CSRC / name for name in LAYERS[layer]]
 
 
-def cache_key(sources: list[Path], cflags: list[str] = CFLAGS) -> str:
-    """Hash of the sources, every header in csrc/, the flags, the torch version and the build folder.
+def cache_key(sources: list[Path], flags: list[str] | None = None) -> str:
+    """Hash of the sources, every header in csrc/, the compiler and flags, torch's version and the build folder.
 
     The folder counts because torch renames a library (name_v1, ...) when a name it has already
     built in this process is built again somewhere else.
@@ -105,7 +215,10 @@ def cache_key(sources: list[Path], cflags: list[str] = CFLAGS) -> str:
     digest = hashlib.sha256()
     for path in sorted(sources) + sorted(CSRC.rglob("*.h")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    digest.update(" ".join(cflags).encode() + torch.__version__.encode() + str(BUILD_DIR).encode())
+    if flags is None:
+        tools = toolchain()
+        flags = [tools.compiler, *tools.cflags, *tools.ldflags]
+    digest.update(" ".join(flags).encode() + torch.__version__.encode() + str(BUILD_DIR).encode())
     return digest.hexdigest()[:10]
 
 
@@ -200,15 +313,19 @@ def load(layer: str) -> Built:
         check_namespaces_free(layer, sources)
     library.parent.mkdir(parents=True, exist_ok=True)
     cold = not library.exists()
+    tools = toolchain()
     if cold:
         print(f"Building layer {layer!r} from {', '.join(p.name for p in sources)} ...", file=sys.stderr)
+        if not tools.openmp.startswith("OpenMP on"):
+            print(f"  {tools.openmp}", file=sys.stderr)
     start = time.perf_counter()
     try:
         with _Heartbeat(f"layer {layer!r}"):
             torch.utils.cpp_extension.load(
                 name=library.stem,
                 sources=[str(p) for p in sources],
-                extra_cflags=CFLAGS,
+                extra_cflags=tools.cflags,
+                extra_ldflags=tools.ldflags,
                 extra_include_paths=[str(CSRC)],
                 build_directory=str(library.parent),
                 is_python_module=False,  # a plain library: its static initializers register the ops

@@ -1,6 +1,7 @@
 """helpers/build.py: the cache key, rebuilds on header edits, the namespace guard, compile errors."""
 
 import ctypes
+import os
 import shutil
 
 import pytest
@@ -45,9 +46,56 @@ def test_editing_a_header_rebuilds(tiny_csrc):
 def test_cache_key_covers_sources_headers_and_flags(tiny_csrc):
     sources = [tiny_csrc / "tiny.cpp"]
     key = build.cache_key(sources)
-    assert build.cache_key(sources, cflags=["-O0"]) != key
+    assert build.cache_key(sources, flags=["-O0"]) != key
     (tiny_csrc / "unrelated.h").write_text("// any header in csrc counts\n")
     assert build.cache_key(sources) != key
+
+
+def test_toolchain_compiles_for_torchs_cpu_capability():
+    tools = build.toolchain()
+    capability = torch.backends.cpu.get_cpu_capability()
+    wanted = build.CAPABILITY_FLAGS.get(capability, build.CAPABILITY_FLAGS["DEFAULT"])
+    assert tools.capability == capability and all(flag in tools.cflags for flag in wanted)
+    assert "-O3" in tools.cflags
+    assert tools.compiler.startswith(os.environ.get("CXX", "c++"))
+
+
+@pytest.fixture
+def compiler_without_openmp(tmp_path, monkeypatch):
+    """A compiler that refuses -fopenmp, as Apple clang does; otherwise it is the usual one."""
+    wrapper = tmp_path / "no-openmp-c++"
+    real = shutil.which(os.environ.get("CXX", "c++"))
+    wrapper.write_text(f"""#!/bin/sh
+for arg in "$@"; do
+  if [ "$arg" = "-fopenmp" ]; then echo "clang: error: unsupported option '-fopenmp'" >&2; exit 1; fi
+done
+exec {real} "$@"
+""")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CXX", str(wrapper))
+    build.toolchain.cache_clear()
+    yield
+    build.toolchain.cache_clear()
+
+
+def test_a_compiler_without_openmp_builds_and_says_kernels_run_on_one_thread(
+        compiler_without_openmp, tiny_csrc, capsys):
+    tools = build.toolchain()
+    assert "-fopenmp" not in tools.cflags and "-fopenmp" not in tools.ldflags
+    assert tools.openmp.startswith("no OpenMP (unsupported option '-fopenmp')") and "ONE thread" in tools.openmp
+    built = build.load("tiny")
+    assert built.compiled and ctypes.CDLL(str(built.library)).tiny_value() == 1
+    assert "ONE thread" in capsys.readouterr().err  # the build log says so
+
+
+def test_openmp_can_be_switched_off(monkeypatch, tiny_csrc):
+    monkeypatch.setenv("WORKBOOK_OPENMP", "0")
+    build.toolchain.cache_clear()
+    try:
+        tools = build.toolchain()
+        assert "-fopenmp" not in tools.cflags and tools.openmp.startswith("OpenMP off")
+    finally:
+        build.toolchain.cache_clear()
 
 
 def test_compile_error_shows_first_diagnostic_with_file_and_line(tiny_csrc):

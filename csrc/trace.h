@@ -8,14 +8,16 @@
 // keyset, nesting depth, argument dtypes). Nesting: a Scope lives until the kernel returns, so
 // a kernel that redispatches sees the next kernel record at depth + 1.
 //
-// One log per process: a static local of an inline function is one object per program, and on
-// Linux g++ marks it STB_GNU_UNIQUE, so every extension library that includes this header
-// (cpu.cpp's, autograd.cpp's, ...) writes to the same log even though each is loaded separately.
-// trace_ops.cpp exposes the log to Python. Recording is off until Python turns it on, and it is
+// One log per process, owned by trace_ops.cpp's library. Every other extension library that
+// includes this header (cpu.cpp's, autograd.cpp's, ...) finds it through the dispatcher, the one
+// registry all of them share: trace_ops.cpp registers an operator that returns the log's address.
+// (A static object in this header would be one per library under clang: only g++ merges them,
+// by marking them STB_GNU_UNIQUE.) trace_ops.cpp also exposes the log to Python. Recording is off until Python turns it on, and it is
 // meant for one call at a time: depth is counted per process, not per thread.
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKeySet.h>
 
 #include <mutex>
@@ -40,8 +42,11 @@ struct Log {
 };
 
 inline Log& log() {
-  static Log instance;
-  return instance;
+  static Log* const instance = reinterpret_cast<Log*>(c10::Dispatcher::singleton()
+                                                          .findSchemaOrThrow("workbook_trace::log_address", "")
+                                                          .typed<int64_t()>()
+                                                          .call());
+  return *instance;
 }
 
 class Scope {

@@ -1,5 +1,5 @@
-// Python's window onto trace.h: two operators in their own namespace, so reading the log never
-// shows up in it. helpers/trace.py calls them; nothing else should.
+// The trace log (one per process; see trace.h) and Python's window onto it, in a namespace of their
+// own so that reading the log never shows up in it. helpers/trace.py calls them; nothing else should.
 #include <torch/library.h>
 
 #include <sstream>
@@ -8,8 +8,16 @@
 
 namespace {
 
+workbook::trace::Log& the_log() {
+  static workbook::trace::Log instance;
+  return instance;
+}
+
+// How trace.h's log() finds the_log() from any library.
+int64_t log_address() { return reinterpret_cast<int64_t>(&the_log()); }
+
 void start() {
-  auto& log = workbook::trace::log();
+  auto& log = the_log();
   std::lock_guard<std::mutex> guard(log.mutex);
   log.events.clear();
   log.depth = 0;
@@ -19,7 +27,7 @@ void start() {
 // Stops recording and returns the events, one per line, fields separated by tabs:
 // op, key, keyset, depth, dtypes.
 std::string stop() {
-  auto& log = workbook::trace::log();
+  auto& log = the_log();
   std::lock_guard<std::mutex> guard(log.mutex);
   log.enabled = false;
   std::ostringstream out;
@@ -36,4 +44,5 @@ std::string stop() {
 TORCH_LIBRARY(workbook_trace, m) {
   m.def("start() -> ()", &start);
   m.def("stop() -> str", &stop);
+  m.def("log_address() -> int", &log_address);
 }

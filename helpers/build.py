@@ -22,7 +22,6 @@ What this adds to torch.utils.cpp_extension.load:
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import hashlib
 import json
@@ -150,12 +149,14 @@ def _probe_openmp(folder: Path) -> tuple[list[str], list[str], str]:
         library, error = _compile_probe(folder, name, ["-fopenmp"], ldflags)
         if library is None:
             break  # the compile failed: linking will not help
-        try:
-            if ctypes.CDLL(str(library)).workbook_openmp_threads() >= 1:
-                how = "the process's OpenMP runtime" if not ldflags else "its own OpenMP runtime, linked in"
-                return ["-fopenmp"], ldflags, f"OpenMP on ({how})"
-        except OSError as load_error:  # an OpenMP symbol nothing in the process provides
-            error = str(load_error).split(":")[-1].strip()
+        # Loaded in a fresh process beside torch, as a layer will be: in this one, an earlier probe may
+        # already have brought in an OpenMP runtime.
+        load = f"import torch, ctypes; assert ctypes.CDLL({str(library)!r}).workbook_openmp_threads() >= 1"
+        done = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True)
+        if done.returncode == 0:
+            how = "the process's OpenMP runtime" if not ldflags else "its own OpenMP runtime, linked in"
+            return ["-fopenmp"], ldflags, f"OpenMP on ({how})"
+        error = done.stderr.strip().splitlines()[-1].split(":")[-1].strip()  # e.g. undefined symbol: __kmpc_fork_call
     return [], [], (f"no OpenMP ({error}): at::parallel_for runs every kernel on ONE thread. For threads, use g++ "
                     "or install clang's OpenMP runtime (Debian/Ubuntu: libomp-dev; macOS: brew install libomp)")
 
@@ -324,8 +325,8 @@ def load(layer: str) -> Built:
             torch.utils.cpp_extension.load(
                 name=library.stem,
                 sources=[str(p) for p in sources],
-                extra_cflags=tools.cflags,
-                extra_ldflags=tools.ldflags,
+                extra_cflags=list(tools.cflags),  # copies: torch appends to the lists it is given
+                extra_ldflags=list(tools.ldflags),
                 extra_include_paths=[str(CSRC)],
                 build_directory=str(library.parent),
                 is_python_module=False,  # a plain library: its static initializers register the ops

@@ -3,6 +3,7 @@
 import ctypes
 import os
 import shutil
+import subprocess
 
 import pytest
 import torch
@@ -146,3 +147,17 @@ def test_redefining_an_op_from_a_fragment_raises(workbook, tmp_path, monkeypatch
     source.write_text('TORCH_LIBRARY_FRAGMENT(workbook, m) {\n  m.def("add(Tensor a, Tensor b) -> Tensor");\n}\n')
     with pytest.raises(build.NamespaceAlreadyRegistered, match="operator workbook::add"):
         build.check_namespaces_free("again", [source])
+
+
+def test_cpu_kernels_compile_for_arm(tmp_path):
+    """No x86 intrinsic without a portable fallback: cpu.cpp compiles for aarch64 (NEON), where a cross
+    compiler is installed (Debian: g++-aarch64-linux-gnu)."""
+    cross = shutil.which("aarch64-linux-gnu-g++")
+    if cross is None:
+        pytest.skip("aarch64-linux-gnu-g++ not installed: the Arm compile check did not run")
+    include = os.path.join(os.path.dirname(torch.__file__), "include")
+    command = [cross, "-c", "-std=c++20", "-fPIC", "-O3", *build.CAPABILITY_FLAGS["DEFAULT"], "-fopenmp",
+               f"-I{include}", f"-I{include}/torch/csrc/api/include", f"-I{build.CSRC}",
+               str(build.CSRC / "cpu.cpp"), "-o", str(tmp_path / "cpu.o")]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]

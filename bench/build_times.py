@@ -29,10 +29,12 @@ LESSON_LAYERS = {
 }
 
 WORKBOOK = """
-import os, time
+import dataclasses, os, time
 os.environ["WORKBOOK_BUILD_DIR"] = {folder!r}
 from helpers import build
-build.CFLAGS = {cflags!r}
+if not {optimized!r}:  # the same build without -O3 and the vector flags
+    tools = dataclasses.replace(build.toolchain(), cflags=[])
+    build.toolchain = lambda: tools
 start = time.perf_counter()
 build.load({layer!r})
 print(time.perf_counter() - start)
@@ -70,14 +72,14 @@ def main(lessons: list[str]):
             print(f"{layer:20} skipped: needs a CUDA build of torch and a GPU")
             continue
         with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as theirs:
-            cold = seconds(WORKBOOK.format(folder=ours, layer=layer, cflags=build.CFLAGS))
-            warm = seconds(WORKBOOK.format(folder=ours, layer=layer, cflags=build.CFLAGS))
+            cold = seconds(WORKBOOK.format(folder=ours, layer=layer, optimized=True))
+            warm = seconds(WORKBOOK.format(folder=ours, layer=layer, optimized=True))
             inline = seconds(LOAD_INLINE.format(folder=theirs, layer=layer, name=f"inline_{layer}"))
         totals[layer] = (cold, warm, inline)
         print(f"{layer:20} {cold:13.1f}s {warm:13.2f}s {inline:19.1f}s {inline / cold:5.1f}x", flush=True)
     with tempfile.TemporaryDirectory() as folder:
-        unoptimized = seconds(WORKBOOK.format(folder=folder, layer="cpu", cflags=[]))
-    print(f"\nthe cpu layer without {' '.join(build.CFLAGS)}: {unoptimized:.1f} s cold "
+        unoptimized = seconds(WORKBOOK.format(folder=folder, layer="cpu", optimized=False))
+    print(f"\nthe cpu layer without {' '.join(build.toolchain().cflags)}: {unoptimized:.1f} s cold "
           f"(the optimization flags cost {totals['cpu'][0] - unoptimized:+.1f} s)")
     print("\nper lesson (sum of its layers):")
     for lesson in lessons:

@@ -58,14 +58,15 @@ def sample(dtype: torch.dtype, shape) -> torch.Tensor:
     return torch.randint(-100, 100, shape, dtype=dtype)
 
 
-def sum_rows(dtypes=(torch.float32, torch.int32), sizes=SUM_SIZES) -> list[dict]:
+def sum_rows(dtypes=(torch.float32, torch.int32), sizes=SUM_SIZES, min_sample_time: float = 0.05) -> list[dict]:
     rows = []
     for dtype in dtypes:
         for n in sizes:
             x = sample(dtype, (n,))
             copy_target = torch.empty_like(x)
-            ours, theirs = seconds(torch.ops.workbook.sum, x), seconds(torch.sum, x)
-            copy = seconds(copy_target.copy_, x)
+            ours = seconds(torch.ops.workbook.sum, x, min_sample_time=min_sample_time)
+            theirs = seconds(torch.sum, x, min_sample_time=min_sample_time)
+            copy = seconds(copy_target.copy_, x, min_sample_time=min_sample_time)
             rows.append({"op": "sum", "dtype": str(dtype).removeprefix("torch."), "size": n,
                          "workbook GB/s": x.nbytes / ours / 1e9, "torch GB/s": x.nbytes / theirs / 1e9,
                          "copy GB/s": 2 * x.nbytes / copy / 1e9, "ratio": theirs / ours,
@@ -73,12 +74,13 @@ def sum_rows(dtypes=(torch.float32, torch.int32), sizes=SUM_SIZES) -> list[dict]
     return rows
 
 
-def matmul_rows(dtypes=(torch.float32, torch.float64), sizes=MATMUL_SIZES) -> list[dict]:
+def matmul_rows(dtypes=(torch.float32, torch.float64), sizes=MATMUL_SIZES, min_sample_time: float = 0.05) -> list[dict]:
     rows = []
     for dtype in dtypes:
         for n in sizes:
             a, b = sample(dtype, (n, n)), sample(dtype, (n, n))
-            ours, theirs = seconds(torch.ops.workbook.matmul, a, b), seconds(torch.matmul, a, b)
+            ours = seconds(torch.ops.workbook.matmul, a, b, min_sample_time=min_sample_time)
+            theirs = seconds(torch.matmul, a, b, min_sample_time=min_sample_time)
             rows.append({"op": "matmul", "dtype": str(dtype).removeprefix("torch."), "size": n,
                          "workbook GFLOP/s": 2 * n**3 / ours / 1e9, "torch GFLOP/s": 2 * n**3 / theirs / 1e9,
                          "ratio": theirs / ours})

@@ -80,12 +80,27 @@ class Toolchain:
 
     compiler: str  # what torch.utils.cpp_extension runs ($CXX, else c++) and its first --version line
     capability: str  # torch's CPU capability on this machine, which the kernels are compiled for
-    cflags: list[str]
-    ldflags: list[str]
+    cflags: list[str]  # for every layer: optimization and vector instructions
+    openmp_cflags: list[str]  # for layers that use at::parallel_for, where OpenMP works
+    openmp_ldflags: list[str]
     openmp: str  # how at::parallel_for gets its threads, or why it runs on one
 
+    def flags(self, sources: list[Path]) -> tuple[list[str], list[str]]:
+        """(cflags, ldflags) for a layer. OpenMP only for parallel layers: one without parallel loops
+        then builds the same with OpenMP on or off, and is not rebuilt when it is switched."""
+        if is_parallel(sources):
+            return [*self.cflags, *self.openmp_cflags], list(self.openmp_ldflags)
+        return list(self.cflags), []
+
     def describe(self) -> str:
-        return f"{self.compiler}; CPU capability {self.capability}; flags {' '.join(self.cflags)}; {self.openmp}"
+        flags = " ".join([*self.cflags, *self.openmp_cflags])
+        return f"{self.compiler}; CPU capability {self.capability}; flags {flags}; {self.openmp}"
+
+
+def is_parallel(sources: list[Path]) -> bool:
+    """Whether a layer uses at::parallel_for / at::parallel_reduce (a file includes ATen/Parallel.h)."""
+    include = re.compile(r"^\s*#\s*include\s*<ATen/Parallel\.h>", re.MULTILINE)
+    return any(include.search(path.read_text()) for path in sources)
 
 
 # JIT builds pass no optimization flag by default: kernels would run at -O0, hence -O3.
@@ -167,7 +182,7 @@ def toolchain() -> Toolchain:
     version = subprocess.run([_compiler(), "--version"], capture_output=True, text=True).stdout.splitlines()
     compiler = f"{_compiler()} ({version[0] if version else 'unknown version'})"
     capability = torch.backends.cpu.get_cpu_capability()
-    identity = f"{compiler} {capability} {torch.__version__} {os.environ.get('WORKBOOK_OPENMP', '')}"
+    identity = f"v2 {compiler} {capability} {torch.__version__} {os.environ.get('WORKBOOK_OPENMP', '')}"
     cached = BUILD_DIR / f"toolchain_{hashlib.sha256(identity.encode()).hexdigest()[:10]}.json"
     if cached.exists():
         found = Toolchain(**json.loads(cached.read_text()))
@@ -178,8 +193,8 @@ def toolchain() -> Toolchain:
             vector = CAPABILITY_FLAGS.get(capability, CAPABILITY_FLAGS["DEFAULT"])
             if not _accepts(vector, Path(folder)):
                 capability, vector = f"DEFAULT (the compiler refused {capability}'s flags)", CAPABILITY_FLAGS["DEFAULT"]
-            openmp_cflags, ldflags, openmp = _probe_openmp(Path(folder))
-        found = Toolchain(compiler, capability, optimize + vector + openmp_cflags, ldflags, openmp)
+            openmp_cflags, openmp_ldflags, openmp = _probe_openmp(Path(folder))
+        found = Toolchain(compiler, capability, optimize + vector, openmp_cflags, openmp_ldflags, openmp)
         cached.write_text(json.dumps(asdict(found)))
         print(f"Compiler probed: {found.describe()}", file=sys.stderr)
     return found
@@ -217,8 +232,8 @@ def cache_key(sources: list[Path], flags: list[str] | None = None) -> str:
     for path in sorted(sources) + sorted(CSRC.rglob("*.h")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     if flags is None:
-        tools = toolchain()
-        flags = [tools.compiler, *tools.cflags, *tools.ldflags]
+        cflags, ldflags = toolchain().flags(sources)
+        flags = [toolchain().compiler, *cflags, *ldflags]
     digest.update(" ".join(flags).encode() + torch.__version__.encode() + str(BUILD_DIR).encode())
     return digest.hexdigest()[:10]
 
@@ -315,9 +330,10 @@ def load(layer: str) -> Built:
     library.parent.mkdir(parents=True, exist_ok=True)
     cold = not library.exists()
     tools = toolchain()
+    cflags, ldflags = tools.flags(sources)
     if cold:
         print(f"Building layer {layer!r} from {', '.join(p.name for p in sources)} ...", file=sys.stderr)
-        if not tools.openmp.startswith("OpenMP on"):
+        if is_parallel(sources) and not tools.openmp.startswith("OpenMP on"):
             print(f"  {tools.openmp}", file=sys.stderr)
     start = time.perf_counter()
     try:
@@ -325,8 +341,8 @@ def load(layer: str) -> Built:
             torch.utils.cpp_extension.load(
                 name=library.stem,
                 sources=[str(p) for p in sources],
-                extra_cflags=list(tools.cflags),  # copies: torch appends to the lists it is given
-                extra_ldflags=list(tools.ldflags),
+                extra_cflags=cflags,  # fresh lists: torch appends to the lists it is given
+                extra_ldflags=ldflags,
                 extra_include_paths=[str(CSRC)],
                 build_directory=str(library.parent),
                 is_python_module=False,  # a plain library: its static initializers register the ops

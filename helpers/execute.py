@@ -20,6 +20,8 @@ def execute(path: Path) -> float:
     start = time.perf_counter()
     NotebookClient(notebook, timeout=900, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)  # nbclient's timestamps: they would change every line of the diff
     nbformat.write(notebook, path)
     return time.perf_counter() - start
 

@@ -1,3 +1,8 @@
+import hashlib
+import os
+import shutil
+import subprocess
+
 import matplotlib
 import pytest
 import torch
@@ -14,3 +19,31 @@ def workbook():
     for layer in ("schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view", "autocast"):
         build.load(layer)
     return torch.ops.workbook
+
+
+@pytest.fixture(scope="session")
+def compile_once():
+    """Run a compile-only check (nvcc, a cross compiler) unless it already passed on the same inputs.
+
+    A pass is remembered in build/compile_checks/ under a hash of the command, the compiler binary,
+    torch's version and every input file; an unchanged tree then costs nothing on the next run (the
+    nvcc check takes ~30 s). A failure is never remembered: it runs, and fails, every time.
+    Returns (exit code, compiler output, whether the pass was remembered)."""
+
+    def run(command: list[str], inputs: list[os.PathLike], output: os.PathLike) -> tuple[int, str, bool]:
+        compiler = os.path.realpath(shutil.which(command[0]) or command[0])
+        arguments = ["<output>" if argument == str(output) else argument for argument in command[1:]]
+        digest = hashlib.sha256("\0".join([*arguments, compiler, torch.__version__]).encode())
+        digest.update(str(os.stat(compiler).st_mtime_ns).encode())
+        for path in sorted(map(str, inputs)):
+            digest.update(path.encode() + b"\0" + open(path, "rb").read())
+        stamp = build.BUILD_DIR.parent / "compile_checks" / f"{os.path.basename(command[0])}_{digest.hexdigest()[:16]}.ok"
+        if stamp.exists():
+            return 0, stamp.read_text(), True
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode == 0 and os.path.getsize(output) > 0:
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(" ".join(command) + "\n" + done.stdout + done.stderr)
+        return done.returncode, done.stdout + done.stderr, False
+
+    return run

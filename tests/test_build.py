@@ -3,7 +3,6 @@
 import ctypes
 import os
 import shutil
-import subprocess
 
 import pytest
 import torch
@@ -82,11 +81,22 @@ exec {real} "$@"
 def test_a_compiler_without_openmp_builds_and_says_kernels_run_on_one_thread(
         compiler_without_openmp, tiny_csrc, capsys):
     tools = build.toolchain()
-    assert "-fopenmp" not in tools.cflags and "-fopenmp" not in tools.ldflags
+    assert tools.openmp_cflags == [] and tools.openmp_ldflags == []
     assert tools.openmp.startswith("no OpenMP (unsupported option '-fopenmp')") and "ONE thread" in tools.openmp
+    capsys.readouterr()  # the probe's own report
     built = build.load("tiny")
     assert built.compiled and ctypes.CDLL(str(built.library)).tiny_value() == 1
-    assert "ONE thread" in capsys.readouterr().err  # the build log says so
+    assert "ONE thread" not in capsys.readouterr().err  # tiny has no parallel loop: nothing to warn about
+    (tiny_csrc / "tiny.cpp").write_text("#if 0\n#include <ATen/Parallel.h>\n#endif\n" + TINY_SOURCE)
+    assert build.is_parallel([tiny_csrc / "tiny.cpp"])
+    assert build.load("tiny").compiled and "ONE thread" in capsys.readouterr().err  # a parallel layer: the log says so
+
+
+def test_openmp_flags_go_to_parallel_layers_only():
+    tools = build.toolchain()
+    assert build.is_parallel(build.layer_sources("cpu")) and not build.is_parallel(build.layer_sources("schemas"))
+    assert tools.flags(build.layer_sources("cpu")) == ([*tools.cflags, *tools.openmp_cflags], tools.openmp_ldflags)
+    assert tools.flags(build.layer_sources("schemas")) == (tools.cflags, [])
 
 
 def test_openmp_can_be_switched_off(monkeypatch, tiny_csrc):
@@ -94,7 +104,7 @@ def test_openmp_can_be_switched_off(monkeypatch, tiny_csrc):
     build.toolchain.cache_clear()
     try:
         tools = build.toolchain()
-        assert "-fopenmp" not in tools.cflags and tools.openmp.startswith("OpenMP off")
+        assert tools.openmp_cflags == [] and tools.openmp.startswith("OpenMP off")
     finally:
         build.toolchain.cache_clear()
 
@@ -149,7 +159,7 @@ def test_redefining_an_op_from_a_fragment_raises(workbook, tmp_path, monkeypatch
         build.check_namespaces_free("again", [source])
 
 
-def test_cpu_kernels_compile_for_arm(tmp_path):
+def test_cpu_kernels_compile_for_arm(tmp_path, compile_once):
     """No x86 intrinsic without a portable fallback: cpu.cpp compiles for aarch64 (NEON), where a cross
     compiler is installed (Debian: g++-aarch64-linux-gnu)."""
     cross = shutil.which("aarch64-linux-gnu-g++")
@@ -159,5 +169,19 @@ def test_cpu_kernels_compile_for_arm(tmp_path):
     command = [cross, "-c", "-std=c++20", "-fPIC", "-O3", *build.CAPABILITY_FLAGS["DEFAULT"], "-fopenmp",
                f"-I{include}", f"-I{include}/torch/csrc/api/include", f"-I{build.CSRC}",
                str(build.CSRC / "cpu.cpp"), "-o", str(tmp_path / "cpu.o")]
-    done = subprocess.run(command, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
+    returncode, output, _ = compile_once(command, [build.CSRC / "cpu.cpp", *build.CSRC.rglob("*.h")], tmp_path / "cpu.o")
+    assert returncode == 0, output[-3000:]
+
+
+def test_compile_once_remembers_passes_only(tmp_path, compile_once, monkeypatch):
+    monkeypatch.setattr(build, "BUILD_DIR", tmp_path / "build" / "extensions")
+    source, output = tmp_path / "check.cpp", tmp_path / "check.o"
+    command = [build._compiler(), "-c", str(source), "-o", str(output)]
+    source.write_text("int broken( {\n")
+    assert compile_once(command, [source], output)[0] != 0
+    assert compile_once(command, [source], output)[0] != 0, "a failure must run again"
+    source.write_text("int fine() { return 0; }\n")
+    assert compile_once(command, [source], output)[::2] == (0, False)
+    assert compile_once(command, [source], output)[::2] == (0, True)
+    source.write_text("int fine() { return 1; }\n")
+    assert compile_once(command, [source], output)[::2] == (0, False), "an edited input must compile again"

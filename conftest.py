@@ -2,6 +2,16 @@
 
 
 def pytest_collectstart(collector):
-    # Build logs, progress lines and warnings go to stderr by design; compare only stdout and results.
+    # Not compared: stderr (warnings, the compiler probe's report) and text/html, which only the build
+    # progress lines use alone (helpers/progress.py); every other HTML output also has a text/plain
+    # form, which is compared.
     if collector.fspath and collector.fspath.ext == ".ipynb":
-        collector.skip_compare += ("stderr",)
+        collector.skip_compare += ("stderr", "text/html")
+
+
+def pytest_collection_modifyitems(items):
+    # The files that need none of the workbook's layers run first. On a cold run (nothing built yet)
+    # one worker then runs them while the other compiles the layers everyone needs, instead of both
+    # waiting for the same compile. (pytest-xdist hands out files in this order.)
+    needs_no_layer = ("test_cuda.py", "test_build.py")
+    items.sort(key=lambda item: item.path.name not in needs_no_layer)

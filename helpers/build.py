@@ -16,8 +16,8 @@ What this adds to torch.utils.cpp_extension.load:
 - A guard against loading a second library that registers an already registered namespace;
   the process would abort (and the Jupyter kernel with it). You get a Python error instead.
 - Compiler errors cut down to the first diagnostics, with file:line.
-- Build progress on stderr, so a long compile shows it is working and notebooks' compared
-  outputs stay clean.
+- One live progress line per compile (helpers/progress.py), and load_all() to compile several
+  layers side by side, one per core.
 """
 
 from __future__ import annotations
@@ -30,13 +30,16 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 import torch.utils.cpp_extension
+
+from . import progress
 
 REPO = Path(__file__).resolve().parent.parent
 CSRC = REPO / "csrc"
@@ -291,26 +294,6 @@ def _first_diagnostics(ninja_output: str, limit: int = 3) -> str:
     return "\n".join(picked) if picked else ninja_output[-2000:]
 
 
-class _Heartbeat:
-    """Prints a line to stderr every few seconds while a compile runs."""
-
-    def __init__(self, what: str, every: float = 10.0):
-        self.what, self.every = what, every
-        self._done = threading.Event()
-
-    def __enter__(self):
-        self._start = time.perf_counter()
-        threading.Thread(target=self._beat, daemon=True).start()
-        return self
-
-    def _beat(self):
-        while not self._done.wait(self.every):
-            print(f"  ... still compiling {self.what} ({time.perf_counter() - self._start:.0f} s)", file=sys.stderr)
-
-    def __exit__(self, *exc):
-        self._done.set()
-
-
 def library_path(layer: str) -> Path:
     sources = layer_sources(layer)
     name = f"workbook_{layer}_{cache_key(sources)}"
@@ -331,13 +314,11 @@ def load(layer: str) -> Built:
     cold = not library.exists()
     tools = toolchain()
     cflags, ldflags = tools.flags(sources)
-    if cold:
-        print(f"Building layer {layer!r} from {', '.join(p.name for p in sources)} ...", file=sys.stderr)
-        if is_parallel(sources) and not tools.openmp.startswith("OpenMP on"):
-            print(f"  {tools.openmp}", file=sys.stderr)
+    if cold and is_parallel(sources) and not tools.openmp.startswith("OpenMP on"):
+        print(tools.openmp, file=sys.stderr)
     start = time.perf_counter()
     try:
-        with _Heartbeat(f"layer {layer!r}"):
+        with progress.Line(f"layer {layer!r} ({', '.join(p.name for p in sources)})") if cold else nullcontext():
             torch.utils.cpp_extension.load(
                 name=library.stem,
                 sources=[str(p) for p in sources],
@@ -357,6 +338,28 @@ def load(layer: str) -> Built:
             f"Layer {layer!r} failed to compile. First errors:\n\n{_first_diagnostics(text or str(error))}"
         ) from None
     seconds = time.perf_counter() - start
-    if cold:
-        print(f"Built layer {layer!r} in {seconds:.1f} s", file=sys.stderr)
     return Built(layer, library, seconds, compiled=cold)
+
+
+def load_all(*layers: str) -> list[Built]:
+    """load() each layer, in the order given, after compiling the missing ones side by side.
+
+    Libraries must be loaded in order (the schemas' TORCH_LIBRARY before anything else), but they can
+    be compiled in any order. So each missing layer is first built in a process of its own, as many
+    at a time as the machine has cores, then all are loaded here, in order.
+    A layer that fails there is compiled again by load(), which reports its errors.
+    """
+    missing = [layer for layer in layers if not library_path(layer).exists()]
+    if len(missing) > 1:
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            list(pool.map(_build_in_own_process, missing))
+    return [load(layer) for layer in layers]
+
+
+def _build_in_own_process(layer: str) -> None:
+    code = f"from helpers import build; build.load({layer!r})"
+    try:
+        with progress.Line(f"layer {layer!r} ({', '.join(LAYERS[layer])})"):
+            subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, check=True)
+    except subprocess.CalledProcessError:
+        pass  # load() compiles it again, in this process, and reports the compiler's errors

@@ -16,8 +16,7 @@ from helpers import build
 @pytest.fixture(scope="session")
 def workbook():
     """Every CPU-side layer of the workbook, loaded once for the test session."""
-    for layer in ("schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view", "autocast"):
-        build.load(layer)
+    build.load_all("schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view", "autocast")
     return torch.ops.workbook
 
 

@@ -121,8 +121,7 @@ def test_python_register_autocast_works_without_a_cpp_kernel_and_fails_beside_on
     done = isolated.run("""
         import torch
         from helpers import build
-        for layer in ("schemas", "cpu", "meta", "autograd", "autocast"):
-            build.load(layer)
+        build.load_all("schemas", "cpu", "meta", "autograd", "autocast")
         x = torch.ones(8, dtype=torch.bfloat16)
         torch.library.register_autocast("workbook::sum", "cpu", torch.float32)
         with torch.autocast("cpu"):

@@ -63,8 +63,7 @@ ADD_DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.bflo
 
 @pytest.fixture(scope="module")
 def ops():
-    for layer in ("schemas", "cuda", "composite"):  # composite.cpp has row, for every backend
-        build.load(layer)
+    build.load_all("schemas", "cuda", "composite")  # composite.cpp has row, for every backend
     return torch.ops.workbook
 
 

@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # Tests and notebooks run two at a time on two cores; a notebook stays on one worker (loadfile).
 PYTEST_ARGS ?= -n 2 --dist loadfile
 
-.PHONY: lab test unit notebooks execute bench clean
+.PHONY: lab test unit notebooks execute bench browser-check clean
 
 # The environment is rebuilt when environment.yml changes. Its pip: list is the requirements file.
 $(VENV)/.installed: environment.yml
@@ -21,9 +21,10 @@ $(VENV)/.installed: environment.yml
 	$(BIN)/python -c "import os, site; open(os.path.join(site.getsitepackages()[0], 'dispatcher_workbook.pth'), 'w').write(os.getcwd() + '\n')"
 	touch $@
 
-# Jupyter refuses to run as root unless told; containers often run as root.
+# The project's JupyterLab settings (.jupyter/settings: no news pop-up). Jupyter refuses to run as root
+# unless told; containers often run as root.
 lab: $(VENV)/.installed
-	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(BIN)/jupyter lab notebooks/ --LabApp.app_settings_dir=$(CURDIR)/.jupyter/settings $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -39,6 +40,11 @@ notebooks: $(VENV)/.installed
 # Re-run notebooks top to bottom and store their outputs (do this before committing a notebook).
 execute: $(VENV)/.installed
 	$(BIN)/python -m helpers.execute $(if $(filter notebooks,$(NB)),notebooks/*.ipynb,$(NB))
+
+# A lesson run through JupyterLab's UI in headless Chromium (Debian: apt install chromium); see .ci/browser_check.py.
+LESSON ?= 00_dispatcher_tour
+browser-check: $(VENV)/.installed
+	$(BIN)/python .ci/browser_check.py $(LESSON)
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m bench.kernels

@@ -1,5 +1,10 @@
 // The trace log (one per process; see trace.h) and Python's window onto it, in a namespace of their
 // own so that reading the log never shows up in it. helpers/trace.py calls them; nothing else should.
+//
+// To trace your own operators, compile this file into your extension beside your kernels (README,
+// "Using this in your own project"). If another library already registered the recorder (the
+// workbook's, or a second copy of yours), this one registers nothing and trace.h finds the first.
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <sstream>
@@ -39,10 +44,15 @@ std::string stop() {
   return out.str();
 }
 
-}  // namespace
-
-TORCH_LIBRARY(workbook_trace, m) {
+// What TORCH_LIBRARY(workbook_trace, m) does, unless the namespace is already there: a second
+// TORCH_LIBRARY for it would abort the process.
+const bool registered_here = [] {
+  if (c10::Dispatcher::singleton().findSchema({"workbook_trace::log_address", ""}).has_value()) return false;
+  static torch::Library m(torch::Library::DEF, "workbook_trace", std::nullopt, __FILE__, __LINE__);
   m.def("start() -> ()", &start);
   m.def("stop() -> str", &stop);
   m.def("log_address() -> int", &log_address);
-}
+  return true;
+}();
+
+}  // namespace

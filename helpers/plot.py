@@ -12,10 +12,14 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch, Patch
 
-from . import trace as tr
+if __package__:
+    from . import trace as tr
+else:  # copied into a project as a top-level module, beside trace.py
+    import trace as tr
 
 COLORS = {
     "workbook kernel": "#2e9d5b",
+    "nested call": "#a8d8b9",
     "torch kernel": "#4a7fc1",
     "composite kernel": "#8e6cc0",
     "fallback": "#e0a040",
@@ -60,8 +64,8 @@ def _arrows(ax, x, ys):
 
 def ladder(t: tr.Trace, ax=None, title: str | None = None):
     """One call: its keys in priority order (top = tried first). Left column: what the prediction
-    says the dispatcher does at each key. Right column: the workbook kernels that ran (recorded),
-    with the dtypes they saw."""
+    says the dispatcher does at each key. Right column: our kernels that ran (recorded), with the
+    dtypes they saw; kernels of other operators called from inside this one are drawn below, named."""
     if ax is None:
         _, ax = plt.subplots(figsize=(5.2, 0.55 * len(t.predicted) + 1.4))
     rows = {step.key: -i for i, step in enumerate(t.predicted)}
@@ -70,14 +74,20 @@ def ladder(t: tr.Trace, ax=None, title: str | None = None):
         label = step.key if step.status == "kernel" else f"{step.key} ({step.status})"
         _box(ax, 0, rows[step.key], COLORS[category], label, dashed=step.status == "excluded")
     _arrows(ax, 0, [rows[k] for k in t.predicted_path])
-    recorded_rows = []
+    recorded_rows, bottom = [], min(rows.values(), default=0)
+    own = tr.short_name(t.op)
     for event in t.recorded:
-        y = rows.get(event.key, min(rows.values(), default=0) - 1)
+        if event.op == own:
+            y = rows.get(event.key, bottom - 1)
+            _box(ax, 1, y, COLORS["workbook kernel"], f"{event.key}\n{','.join(event.dtypes)}", width=0.8)
+        else:  # a nested call of another operator: below the ladder, indented, named
+            bottom -= 1
+            y = bottom
+            _box(ax, 1.15, y, COLORS["nested call"], f"{event.op}@{event.key}\n{','.join(event.dtypes)}", width=0.8)
         recorded_rows.append(y)
-        _box(ax, 1, y, COLORS["workbook kernel"], f"{event.key}\n{','.join(event.dtypes)}", width=0.8)
     _arrows(ax, 1, recorded_rows)
-    ax.set_xlim(-0.55, 1.5)
-    ax.set_ylim(min(rows.values(), default=0) - 0.7, 0.7)
+    ax.set_xlim(-0.55, 1.6)
+    ax.set_ylim(bottom - 0.7, 0.7)
     ax.set_xticks([0, 1], ["predicted", "recorded"])
     ax.set_yticks([])
     for side in ("top", "right", "left"):
@@ -104,7 +114,9 @@ def ladders(traces: list[tr.Trace], titles: list[str] | None = None):
     for i, (t, ax) in enumerate(zip(traces, axes[0])):
         ladder(t, ax=ax, title=titles[i] if titles else None)
     used = {_category(s) for t in traces for s in t.predicted}
-    _legend(fig, [c for c in COLORS if c in used or (c == "workbook kernel" and any(t.recorded for t in traces))])
+    used |= {"workbook kernel"} if any(t.own_events for t in traces) else set()
+    used |= {"nested call"} if any(t.nested for t in traces) else set()
+    _legend(fig, [c for c in COLORS if c in used])
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 

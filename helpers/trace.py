@@ -20,21 +20,32 @@ native aten ops included (there, only the prediction is available):
 Step 3 assumes that every wrapper redispatches to the next key. The workbook's kernels do; torch's
 own may set guards that skip keys (its autograd kernels skip ADInplaceOrView), so for a native
 op read the prediction as "the keys the dispatcher routes through", not a recording.
+
+This file needs only torch, and plot.py only this file and matplotlib: copy the two into your own
+project to trace your own operators (README: "Using this in your own project"). Recording needs
+csrc/trace.h in your kernels and csrc/trace_ops.cpp in your extension.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .build import CSRC
-
 C = torch._C
+
+# Which kernels are "ours" (drawn green, checked against the recording): those registered from a file
+# under OURS, where it is set (the workbook sets it to its csrc/, helpers/__init__.py). Otherwise,
+# those registered from a file that exists on this machine outside torch's package: torch's own C++
+# kernels carry paths of the machine that built torch (/__w/pytorch/...), its Python ones lie in torch/.
+OURS: Path | None = None
+_TORCH_PACKAGE = os.path.dirname(torch.__file__)
 
 EMPTY_KEYSET = C.DispatchKeySet(C.DispatchKey.Undefined)
 
@@ -124,16 +135,19 @@ class Entry:
 
     @property
     def ours(self) -> bool:
-        """Registered by a file in this workbook's csrc/."""
-        return self.registered_at.startswith(str(CSRC))
+        """Registered by our code, not torch's (see OURS)."""
+        path = self.registered_at.rpartition(":")[0]
+        if OURS is not None:
+            return path.startswith(f"{OURS}{os.sep}")
+        return os.path.isabs(path) and os.path.exists(path) and not path.startswith(_TORCH_PACKAGE)
 
     @property
     def where(self) -> str:
-        """Where it was registered, short: csrc/cpu.cpp:123 or torch's file name."""
+        """Where it was registered, short: csrc/cpu.cpp:123 (under OURS, from its folder's name) or a file name."""
         path, _, line = self.registered_at.rpartition(":")
-        if self.ours:
-            return f"csrc/{path[len(str(CSRC)) + 1:]}:{line}"
-        return f"{path.rsplit('/', 1)[-1]}:{line}" if path else self.registered_at
+        if OURS is not None and self.ours:
+            return f"{OURS.name}/{os.path.relpath(path, OURS)}:{line}"
+        return f"{os.path.basename(path)}:{line}" if path else self.registered_at
 
 
 def op_name(op) -> str:
@@ -146,6 +160,11 @@ def op_name(op) -> str:
         op = op.default
     schema = op._schema
     return schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
+
+
+def short_name(op) -> str:
+    """'add' from 'workbook::add' or 'aten::add.Tensor': the name a kernel logs with trace.h's Scope."""
+    return op_name(op).split("::")[-1].split(".")[0]
 
 
 _ENTRY = re.compile(r"^(\w+): (fallthrough )?registered at (.*) \[(.+)\]$")
@@ -259,11 +278,22 @@ class Trace:
 
     @property
     def recorded_path(self) -> list[str]:
-        return [e.key for e in self.recorded]
+        """The keys of this operator's own kernels that ran, in order."""
+        return [e.key for e in self.own_events]
+
+    @property
+    def own_events(self) -> list[Event]:
+        """The recorded kernels of the called operator itself (a kernel logs its operator's name)."""
+        return [e for e in self.recorded if e.op == short_name(self.op)]
+
+    @property
+    def nested(self) -> list[Event]:
+        """Kernels of other operators that ran inside this call (mean's kernel calls sum: sum's)."""
+        return [e for e in self.recorded if e.op != short_name(self.op)]
 
     @property
     def agrees(self) -> bool:
-        """The workbook's kernels ran exactly where the prediction put them."""
+        """Our kernels of the called operator ran exactly where the prediction put them."""
         return path(self.predicted, ours_only=True) == self.recorded_path
 
     def __repr__(self) -> str:
@@ -275,8 +305,12 @@ class Trace:
             rows.append(f"  {marks[step.status]:<11} {step.key}{who}")
         rows.append(f"  predicted: {' -> '.join(self.predicted_path) or '(none)'}")
         if recorder_loaded():
-            shown = [f"{e.key}({','.join(e.dtypes)})" for e in self.recorded]
-            rows.append(f"  recorded:  {' -> '.join(shown) or '(no workbook kernel ran)'}")
+            own = short_name(self.op)
+            shown = [f"{'' if e.op == own else e.op + '@'}{e.key}({','.join(e.dtypes)})" for e in self.recorded]
+            rows.append(f"  recorded:  {' -> '.join(shown) or '(none of our kernels ran)'}")
+            if self.nested:
+                rows.append(f"  nested:    {', '.join(dict.fromkeys(e.op for e in self.nested))} "
+                            "(other operators' kernels, called from inside this one)")
         if self.error is not None:
             rows.append(f"  error:     {type(self.error).__name__}: {str(self.error).splitlines()[0]}")
         return "\n".join(rows)

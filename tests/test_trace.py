@@ -109,3 +109,24 @@ def test_plots_draw_one_panel_per_trace_and_a_table(workbook):
     assert len(fig.axes) == 2
     fig = plot.table_map([workbook.add, torch.ops.aten.add.Tensor], keys=["AutogradCPU", "CPU", "Meta"])
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["AutogradCPU", "CPU", "Meta"]
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+@pytest.mark.parametrize("kind", ["plain", "requires_grad"])
+def test_a_composite_ops_nested_calls_are_named_and_do_not_spoil_agrees(workbook, kind, context):
+    x, _ = make(kind)
+    with CONTEXTS[context]():
+        t = trace.call(workbook.mean, x)  # mean's kernel (composite.cpp) calls workbook::sum
+    assert t.error is None and t.agrees
+    assert [e.op for e in t.own_events] == ["mean"] and t.recorded_path == ["CPU"]
+    assert [(e.op, e.key) for e in t.nested] == [("sum", "CPU")]
+    assert t.nested[0].depth > t.own_events[0].depth  # called from inside mean's kernel
+    assert "recorded:  CPU(Float) -> sum@CPU(Float)" in repr(t) and "nested:    sum" in repr(t)
+
+
+def test_ours_without_a_named_folder_means_registered_outside_torch(workbook, monkeypatch):
+    monkeypatch.setattr(trace, "OURS", None)  # as in a reader's project, where nobody names csrc/
+    table = trace.dispatch_table(workbook.add)
+    assert table["CPU"].ours and table["CPU"].where.startswith("cpu.cpp:")
+    assert not trace.dispatch_table(torch.ops.aten.add.Tensor)["CPU"].ours
+    assert table["AutocastCPU"].ours and not table["ADInplaceOrView"].ours  # ours; torch's fallthrough

@@ -49,6 +49,7 @@ browser-check: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/python -m bench.kernels
 	$(BIN)/python -m bench.composition
+	$(BIN)/python -m bench.dispatch_cost
 	$(BIN)/python -m bench.build_times
 
 clean:

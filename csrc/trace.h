@@ -12,14 +12,16 @@
 // includes this header (cpu.cpp's, autograd.cpp's, ...) finds it through the dispatcher, the one
 // registry all of them share: trace_ops.cpp registers an operator that returns the log's address.
 // (A static object in this header would be one per library under clang: only g++ merges them,
-// by marking them STB_GNU_UNIQUE.) trace_ops.cpp also exposes the log to Python. Recording is off until Python turns it on, and it is
-// meant for one call at a time: depth is counted per process, not per thread.
+// by marking them STB_GNU_UNIQUE.) trace_ops.cpp also exposes the log to Python. Recording is off
+// until Python turns it on (then a Scope costs one atomic load), and it is meant for one call at a
+// time: depth is counted per process, not per thread.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKeySet.h>
 
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -37,7 +39,7 @@ struct Event {
 struct Log {
   std::mutex mutex;
   std::vector<Event> events;
-  bool enabled = false;
+  std::atomic<bool> enabled{false};  // read without the mutex: a Scope costs one load while recording is off
   int depth = 0;
 };
 
@@ -54,6 +56,7 @@ class Scope {
   template <typename... Tensors>
   Scope(const char* op, c10::DispatchKeySet ks, const Tensors&... args) {
     Log& l = log();
+    if (!l.enabled.load(std::memory_order_relaxed)) return;  // the switch: off, nothing else runs
     std::lock_guard<std::mutex> guard(l.mutex);
     if (!l.enabled) return;
     recording_ = true;

@@ -130,3 +130,14 @@ def test_ours_without_a_named_folder_means_registered_outside_torch(workbook, mo
     assert table["CPU"].ours and table["CPU"].where.startswith("cpu.cpp:")
     assert not trace.dispatch_table(torch.ops.aten.add.Tensor)["CPU"].ours
     assert table["AutocastCPU"].ours and not table["ADInplaceOrView"].ours  # ours; torch's fallthrough
+
+
+def test_the_recorder_is_off_outside_recording_and_on_inside(workbook):
+    x, y = make("plain")
+    workbook.add(x, y)  # recorder off: this call logs nothing
+    with trace.recording() as events:
+        pass
+    assert events == []
+    with trace.recording() as events:
+        workbook.add(x, y)
+    assert [(e.op, e.key) for e in events] == [("add", "AutogradCPU"), ("add", "CPU")]

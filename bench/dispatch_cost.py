@@ -1,0 +1,119 @@
+"""What each dispatcher layer adds to one call on tiny tensors, as ratios to aten's add in the same process.
+
+    python -m bench.dispatch_cost        (or: make bench)
+
+A loaded layer cannot be unloaded, so each configuration runs in a fresh process that loads only the
+layers it names. Every process times torch.ops.aten.add.Tensor on the same inputs, in the same
+state (requires_grad, autocast), and each figure is reported beside it: a ratio travels between
+machines and runs, a microsecond figure does not. Timings: torch.utils.benchmark's
+blocked_autorange, median. The recorder of csrc/trace.h is off unless a configuration turns it on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+
+from bench.kernels import machine
+from helpers import isolated
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    layers: tuple[str, ...]
+    requires_grad: bool = False
+    autocast: bool = False
+    recording: bool = False
+    python_op: bool = False  # time helpers/python_ops.py's workbook_py::add instead of workbook::add
+
+
+CONFIGS = [
+    Config("CPU kernel; torch's autograd fallback above it", ("schemas", "cpu")),
+    Config("+ Autograd kernel (torch::autograd::Function)", ("schemas", "cpu", "autograd")),
+    Config("+ Autograd kernel, input requires_grad", ("schemas", "cpu", "autograd"), requires_grad=True),
+    Config("+ Autocast kernel, outside a region", ("schemas", "cpu", "autograd", "autocast")),
+    Config("+ Autocast kernel, inside a region", ("schemas", "cpu", "autograd", "autocast"), autocast=True),
+    Config("+ Autograd kernel, recorder on", ("schemas", "cpu", "autograd"), recording=True),
+    Config("Python custom op (torch.library.custom_op)", ("schemas",), python_op=True),
+]
+
+CHILD = """
+import json, torch
+from torch.utils.benchmark import Timer
+from helpers import build
+build.load_all(*{layers})
+if {python_op}:
+    from helpers import python_ops
+    ours = torch.ops.workbook_py.add.default
+else:
+    ours = torch.ops.workbook.add.default
+aten = torch.ops.aten.add.Tensor
+a, b = torch.ones({numel}, requires_grad={requires_grad}), torch.ones({numel})
+if {autocast}:
+    torch.set_autocast_enabled("cpu", True)
+if {recording}:
+    torch.ops.workbook_trace.start()
+def micros(op):
+    return Timer("op(a, b)", globals={{"op": op, "a": a, "b": b}}).blocked_autorange(min_run_time={seconds}).median * 1e6
+rounds = [(micros(ours), micros(aten)) for _ in range({rounds})]  # interleaved: a slow moment hits both
+if {recording}:
+    torch.ops.workbook_trace.stop()
+print(json.dumps(rounds))
+"""
+
+ENTRY = """
+import json, torch
+from torch.utils.benchmark import Timer
+from helpers import build
+build.load_all("schemas", "cpu", "autograd")
+a, b = torch.ones({numel}), torch.ones({numel})
+calls = {{"torch.add": torch.add, "torch.ops.aten.add.Tensor (overload)": torch.ops.aten.add.Tensor,
+         "torch.ops.aten.add (packet)": torch.ops.aten.add, "torch.ops.workbook.add.default": torch.ops.workbook.add.default,
+         "torch.ops.workbook.add (packet)": torch.ops.workbook.add}}
+print(json.dumps({{name: Timer("op(a, b)", globals={{"op": op, "a": a, "b": b}}).blocked_autorange(
+    min_run_time={seconds}).median * 1e6 for name, op in calls.items()}}))
+"""
+
+
+def _run(code: str) -> object:
+    done = isolated.run(code)
+    if done.returncode != 0:
+        raise RuntimeError(f"a measuring process failed (rc {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(config: Config, numel: int = 8, seconds: float = 0.2, rounds: int = 3) -> dict:
+    """One configuration: microseconds per call of ours and of aten's add (medians over interleaved rounds)."""
+    rounds_us = _run(CHILD.format(layers=config.layers, python_op=config.python_op, numel=numel,
+                                  requires_grad=config.requires_grad, autocast=config.autocast,
+                                  recording=config.recording, seconds=seconds, rounds=rounds))
+    ours = sorted(r[0] for r in rounds_us)[len(rounds_us) // 2]
+    aten = sorted(r[1] for r in rounds_us)[len(rounds_us) // 2]
+    return {"config": config.name, "ours us": ours, "aten us": aten, "ratio": ours / aten}
+
+
+def entry_points(numel: int = 8, seconds: float = 0.2) -> dict[str, float]:
+    """Microseconds per call of the same add through each Python entry point."""
+    return _run(ENTRY.format(numel=numel, seconds=seconds))
+
+
+def main(seconds: float = 0.2, rounds: int = 3) -> None:
+    print(machine())
+    print("one call of add on two 8-element float32 tensors; ratio = ours / torch.ops.aten.add.Tensor, same process\n")
+    print("Python entry points (one process):")
+    for name, micros in entry_points(seconds=seconds).items():
+        print(f"  {name:40} {micros:6.2f} us")
+    print(f"\n{'configuration':50} {'ours us':>8} {'aten us':>8} {'ratio':>6}")
+    rows = [measure(config, seconds=seconds, rounds=rounds) for config in CONFIGS]
+    for row in rows:
+        print(f"{row['config']:50} {row['ours us']:8.2f} {row['aten us']:8.2f} {row['ratio']:6.2f}")
+    by_name = {row["config"]: row for row in rows}
+    goal = by_name["+ Autograd kernel (torch::autograd::Function)"]["ratio"]
+    print(f"\ngoal (issue 12): workbook::add with its Autograd kernel, recorder off, <= 1.1x aten: "
+          f"{goal:.2f}x, {'met' if goal <= 1.1 else 'NOT MET'}")
+
+
+if __name__ == "__main__":
+    main(*(float(arg) for arg in sys.argv[1:2]))

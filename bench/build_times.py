@@ -26,6 +26,7 @@ LESSON_LAYERS = {
     "05_autocast": ["schemas", "cpu", "meta", "composite", "autograd", "autocast", "autocast_no_guard"],
     "06_composition": ["schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view",
                        "autocast"],
+    "07_dispatch_cost": ["schemas", "cpu", "meta", "autograd", "autocast"],
 }
 
 WORKBOOK = """

@@ -33,6 +33,7 @@ CONFIGS = [
     Config("CPU kernel; torch's autograd fallback above it", ("schemas", "cpu")),
     Config("+ Autograd kernel (torch::autograd::Function)", ("schemas", "cpu", "autograd")),
     Config("+ Autograd kernel, input requires_grad", ("schemas", "cpu", "autograd"), requires_grad=True),
+    Config("+ autocast region, no Autocast kernel (fallthrough)", ("schemas", "cpu", "autograd"), autocast=True),
     Config("+ Autocast kernel, outside a region", ("schemas", "cpu", "autograd", "autocast")),
     Config("+ Autocast kernel, inside a region", ("schemas", "cpu", "autograd", "autocast"), autocast=True),
     Config("+ Autograd kernel, recorder on", ("schemas", "cpu", "autograd"), recording=True),

@@ -2,8 +2,8 @@
 
     python -m bench.dispatch_cost        (or: make bench)
 
-A loaded layer cannot be unloaded, so each configuration runs in a fresh process that loads only the
-layers it names. Every process times torch.ops.aten.add.Tensor on the same inputs, in the same
+A loaded layer cannot be unloaded, so each set of layers is measured in a fresh process that loads
+only those (configurations that differ only in state share one). Every process times torch.ops.aten.add.Tensor on the same inputs, in the same
 state (requires_grad, autocast), and each figure is reported beside it: a ratio travels between
 machines and runs, a microsecond figure does not. Timings: torch.utils.benchmark's
 blocked_autorange, median. The recorder of csrc/trace.h is off unless a configuration turns it on.
@@ -12,6 +12,7 @@ blocked_autorange, median. The recorder of csrc/trace.h is off unless a configur
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from dataclasses import dataclass
 
@@ -37,31 +38,29 @@ CONFIGS = [
     Config("+ Autocast kernel, outside a region", ("schemas", "cpu", "autograd", "autocast")),
     Config("+ Autocast kernel, inside a region", ("schemas", "cpu", "autograd", "autocast"), autocast=True),
     Config("+ Autograd kernel, recorder on", ("schemas", "cpu", "autograd"), recording=True),
-    Config("Python custom op (torch.library.custom_op)", ("schemas",), python_op=True),
+    Config("Python custom op (torch.library.custom_op)", ("schemas", "cpu"), python_op=True),
 ]
 
 CHILD = """
 import json, torch
 from torch.utils.benchmark import Timer
-from helpers import build
+from helpers import build, python_ops
 build.load_all(*{layers})
-if {python_op}:
-    from helpers import python_ops
-    ours = torch.ops.workbook_py.add.default
-else:
-    ours = torch.ops.workbook.add.default
 aten = torch.ops.aten.add.Tensor
-a, b = torch.ones({numel}, requires_grad={requires_grad}), torch.ones({numel})
-if {autocast}:
-    torch.set_autocast_enabled("cpu", True)
-if {recording}:
-    torch.ops.workbook_trace.start()
-def micros(op):
+def micros(op, a, b):
     return Timer("op(a, b)", globals={{"op": op, "a": a, "b": b}}).blocked_autorange(min_run_time={seconds}).median * 1e6
-rounds = [(micros(ours), micros(aten)) for _ in range({rounds})]  # interleaved: a slow moment hits both
-if {recording}:
-    torch.ops.workbook_trace.stop()
-print(json.dumps(rounds))
+results = []
+for python_op, requires_grad, autocast, recording in {states}:
+    ours = torch.ops.workbook_py.add.default if python_op else torch.ops.workbook.add.default
+    a, b = torch.ones({numel}, requires_grad=requires_grad), torch.ones({numel})
+    torch.set_autocast_enabled("cpu", autocast)
+    if recording:
+        torch.ops.workbook_trace.start()
+    results.append([(micros(ours, a, b), micros(aten, a, b)) for _ in range({rounds})])  # interleaved
+    if recording:
+        torch.ops.workbook_trace.stop()
+    torch.set_autocast_enabled("cpu", False)
+print(json.dumps(results))
 """
 
 ENTRY = """
@@ -85,14 +84,24 @@ def _run(code: str) -> object:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(config: Config, numel: int = 8, seconds: float = 0.2, rounds: int = 3) -> dict:
-    """One configuration: microseconds per call of ours and of aten's add (medians over interleaved rounds)."""
-    rounds_us = _run(CHILD.format(layers=config.layers, python_op=config.python_op, numel=numel,
-                                  requires_grad=config.requires_grad, autocast=config.autocast,
-                                  recording=config.recording, seconds=seconds, rounds=rounds))
-    ours = sorted(r[0] for r in rounds_us)[len(rounds_us) // 2]
-    aten = sorted(r[1] for r in rounds_us)[len(rounds_us) // 2]
-    return {"config": config.name, "ours us": ours, "aten us": aten, "ratio": ours / aten}
+def measure_all(configs: list[Config], numel: int = 8, seconds: float = 0.1, rounds: int = 7) -> list[dict]:
+    """Each configuration: microseconds per call of ours and of aten's add, and their ratio, each the
+    median over `rounds` interleaved rounds. Configurations that load the same layers share one process (one import of torch)."""
+    rows: dict[Config, dict] = {}
+    for layers in dict.fromkeys(config.layers for config in configs):
+        group = [config for config in configs if config.layers == layers]
+        states = [(c.python_op, c.requires_grad, c.autocast, c.recording) for c in group]
+        results = _run(CHILD.format(layers=layers, states=states, numel=numel, seconds=seconds, rounds=rounds))
+        for config, rounds_us in zip(group, results):
+            # The ratio is taken round by round: a slow moment of the machine hits both calls of a round.
+            rows[config] = {"config": config.name, "ours us": statistics.median(r[0] for r in rounds_us),
+                            "aten us": statistics.median(r[1] for r in rounds_us),
+                            "ratio": statistics.median(r[0] / r[1] for r in rounds_us)}
+    return [rows[config] for config in configs]
+
+
+def measure(config: Config, **options) -> dict:
+    return measure_all([config], **options)[0]
 
 
 def entry_points(numel: int = 8, seconds: float = 0.2) -> dict[str, float]:
@@ -100,14 +109,14 @@ def entry_points(numel: int = 8, seconds: float = 0.2) -> dict[str, float]:
     return _run(ENTRY.format(numel=numel, seconds=seconds))
 
 
-def main(seconds: float = 0.2, rounds: int = 3) -> None:
+def main(seconds: float = 0.1, rounds: int = 7) -> None:
     print(machine())
     print("one call of add on two 8-element float32 tensors; ratio = ours / torch.ops.aten.add.Tensor, same process\n")
     print("Python entry points (one process):")
     for name, micros in entry_points(seconds=seconds).items():
         print(f"  {name:40} {micros:6.2f} us")
     print(f"\n{'configuration':50} {'ours us':>8} {'aten us':>8} {'ratio':>6}")
-    rows = [measure(config, seconds=seconds, rounds=rounds) for config in CONFIGS]
+    rows = measure_all(CONFIGS, seconds=seconds, rounds=rounds)
     for row in rows:
         print(f"{row['config']:50} {row['ours us']:8.2f} {row['aten us']:8.2f} {row['ratio']:6.2f}")
     by_name = {row["config"]: row for row in rows}

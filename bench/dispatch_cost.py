@@ -28,6 +28,7 @@ class Config:
     autocast: bool = False
     recording: bool = False
     python_op: bool = False  # time helpers/python_ops.py's workbook_py::add instead of workbook::add
+    in_place: bool = False  # time add_ (against aten's add_), the operator an ADInplaceOrView kernel serves
 
 
 CONFIGS = [
@@ -38,6 +39,9 @@ CONFIGS = [
     Config("+ Autocast kernel, outside a region", ("schemas", "cpu", "autograd", "autocast")),
     Config("+ Autocast kernel, inside a region", ("schemas", "cpu", "autograd", "autocast"), autocast=True),
     Config("+ Autograd kernel, recorder on", ("schemas", "cpu", "autograd"), recording=True),
+    Config("in-place add_: torch's ADInplaceOrView fallthrough", ("schemas", "cpu", "autograd"), in_place=True),
+    Config("in-place add_: + our ADInplaceOrView kernel", ("schemas", "cpu", "autograd", "ad_inplace_or_view"),
+           in_place=True),
     Config("Python custom op (torch.library.custom_op)", ("schemas", "cpu"), python_op=True),
 ]
 
@@ -46,12 +50,14 @@ import json, torch
 from torch.utils.benchmark import Timer
 from helpers import build, python_ops
 build.load_all(*{layers})
-aten = torch.ops.aten.add.Tensor
 def micros(op, a, b):
     return Timer("op(a, b)", globals={{"op": op, "a": a, "b": b}}).blocked_autorange(min_run_time={seconds}).median * 1e6
 results = []
-for python_op, requires_grad, autocast, recording in {states}:
+for python_op, in_place, requires_grad, autocast, recording in {states}:
     ours = torch.ops.workbook_py.add.default if python_op else torch.ops.workbook.add.default
+    aten = torch.ops.aten.add.Tensor
+    if in_place:
+        ours, aten = torch.ops.workbook.add_.default, torch.ops.aten.add_.Tensor
     a, b = torch.ones({numel}, requires_grad=requires_grad), torch.ones({numel})
     torch.set_autocast_enabled("cpu", autocast)
     if recording:
@@ -90,7 +96,7 @@ def measure_all(configs: list[Config], numel: int = 8, seconds: float = 0.1, rou
     rows: dict[Config, dict] = {}
     for layers in dict.fromkeys(config.layers for config in configs):
         group = [config for config in configs if config.layers == layers]
-        states = [(c.python_op, c.requires_grad, c.autocast, c.recording) for c in group]
+        states = [(c.python_op, c.in_place, c.requires_grad, c.autocast, c.recording) for c in group]
         results = _run(CHILD.format(layers=layers, states=states, numel=numel, seconds=seconds, rounds=rounds))
         for config, rounds_us in zip(group, results):
             # The ratio is taken round by round: a slow moment of the machine hits both calls of a round.

@@ -58,7 +58,7 @@ def start_jupyterlab(root: Path, port: int, token: str, fresh_home: Path) -> sub
     sys.exit(f"JupyterLab did not answer on port {port} within 60 s; see {OUT / 'jupyterlab.log'}")
 
 
-def run_all_cells(page, lesson: str, timeout_s: float) -> None:
+def run_all_cells(page, timeout_s: float) -> None:
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
     for command in ("editmenu:clear-all", "runmenu:run-all"):  # old outputs away, then run
         page.click(".lm-MenuBar-item:has-text('Edit')" if command.startswith("edit") else
@@ -93,7 +93,7 @@ def check(lesson: str, timeout_s: float = 600) -> list[str]:
                 page = browser.new_page(viewport={"width": 1400, "height": 1800})
                 start = time.perf_counter()
                 page.goto(f"http://127.0.0.1:{port}/lab/tree/{lesson}.ipynb?token={token}")
-                run_all_cells(page, lesson, timeout_s)
+                run_all_cells(page, timeout_s)
                 print(f"ran {lesson} through JupyterLab in {time.perf_counter() - start:.0f} s")
                 if page.get_by_text("Jupyter news").count():
                     problems.append("the 'Jupyter news' pop-up is shown (project settings not applied)")
@@ -101,7 +101,8 @@ def check(lesson: str, timeout_s: float = 600) -> list[str]:
                 widths = images.evaluate_all("images => images.map(i => i.naturalWidth)")
                 if not widths or min(widths) == 0:
                     problems.append(f"figures not rendered as images (natural widths: {widths})")
-                images.first.scroll_into_view_if_needed() if widths else None
+                if widths:
+                    images.first.scroll_into_view_if_needed()
                 page.screenshot(path=str(OUT / f"{lesson}.png"))
                 browser.close()
             kernels = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/kernels?token={token}"))

@@ -3,10 +3,10 @@
     python -m bench.dispatch_cost        (or: make bench)
 
 A loaded layer cannot be unloaded, so each set of layers is measured in a fresh process that loads
-only those (configurations that differ only in state share one). Every process times torch.ops.aten.add.Tensor on the same inputs, in the same
-state (requires_grad, autocast), and each figure is reported beside it: a ratio travels between
-machines and runs, a microsecond figure does not. Timings: torch.utils.benchmark's
-blocked_autorange, median. The recorder of csrc/trace.h is off unless a configuration turns it on.
+only those (configurations that differ only in state share one). Every process times
+torch.ops.aten.add.Tensor on the same inputs, in the same state (requires_grad, autocast), and each
+figure is reported beside it: a ratio travels between machines and runs, a microsecond figure does
+not. Timings: micros() below. The recorder of csrc/trace.h is off unless a configuration turns it on.
 """
 
 from __future__ import annotations
@@ -16,8 +16,15 @@ import statistics
 import sys
 from dataclasses import dataclass
 
+from torch.utils.benchmark import Timer
+
 from bench.kernels import machine
 from helpers import isolated
+
+
+def micros(fn, *args, seconds: float = 0.1) -> float:
+    """Median microseconds per call of fn(*args), from torch.utils.benchmark's blocked_autorange."""
+    return Timer("fn(*args)", globals={"fn": fn, "args": args}).blocked_autorange(min_run_time=seconds).median * 1e6
 
 
 @dataclass(frozen=True)
@@ -47,11 +54,9 @@ CONFIGS = [
 
 CHILD = """
 import json, torch
-from torch.utils.benchmark import Timer
+from bench.dispatch_cost import micros
 from helpers import build, python_ops
 build.load_all(*{layers})
-def micros(op, a, b):
-    return Timer("op(a, b)", globals={{"op": op, "a": a, "b": b}}).blocked_autorange(min_run_time={seconds}).median * 1e6
 results = []
 for python_op, in_place, requires_grad, autocast, recording in {states}:
     ours = torch.ops.workbook_py.add.default if python_op else torch.ops.workbook.add.default
@@ -62,7 +67,8 @@ for python_op, in_place, requires_grad, autocast, recording in {states}:
     torch.set_autocast_enabled("cpu", autocast)
     if recording:
         torch.ops.workbook_trace.start()
-    results.append([(micros(ours, a, b), micros(aten, a, b)) for _ in range({rounds})])  # interleaved
+    rounds = [(micros(ours, a, b, seconds={seconds}), micros(aten, a, b, seconds={seconds})) for _ in range({rounds})]
+    results.append(rounds)  # interleaved: a slow moment of the machine hits both calls of a round
     if recording:
         torch.ops.workbook_trace.stop()
     torch.set_autocast_enabled("cpu", False)
@@ -71,15 +77,14 @@ print(json.dumps(results))
 
 ENTRY = """
 import json, torch
-from torch.utils.benchmark import Timer
+from bench.dispatch_cost import micros
 from helpers import build
 build.load_all("schemas", "cpu", "autograd")
 a, b = torch.ones({numel}), torch.ones({numel})
 calls = {{"torch.add": torch.add, "torch.ops.aten.add.Tensor (overload)": torch.ops.aten.add.Tensor,
          "torch.ops.aten.add (packet)": torch.ops.aten.add, "torch.ops.workbook.add.default": torch.ops.workbook.add.default,
          "torch.ops.workbook.add (packet)": torch.ops.workbook.add}}
-print(json.dumps({{name: Timer("op(a, b)", globals={{"op": op, "a": a, "b": b}}).blocked_autorange(
-    min_run_time={seconds}).median * 1e6 for name, op in calls.items()}}))
+print(json.dumps({{name: micros(op, a, b, seconds={seconds}) for name, op in calls.items()}}))
 """
 
 
@@ -92,14 +97,15 @@ def _run(code: str) -> object:
 
 def measure_all(configs: list[Config], numel: int = 8, seconds: float = 0.1, rounds: int = 7) -> list[dict]:
     """Each configuration: microseconds per call of ours and of aten's add, and their ratio, each the
-    median over `rounds` interleaved rounds. Configurations that load the same layers share one process (one import of torch)."""
+    median over `rounds` interleaved rounds. Configurations that load the same layers share one
+    process (one import of torch)."""
     rows: dict[Config, dict] = {}
     for layers in dict.fromkeys(config.layers for config in configs):
         group = [config for config in configs if config.layers == layers]
         states = [(c.python_op, c.in_place, c.requires_grad, c.autocast, c.recording) for c in group]
         results = _run(CHILD.format(layers=layers, states=states, numel=numel, seconds=seconds, rounds=rounds))
         for config, rounds_us in zip(group, results):
-            # The ratio is taken round by round: a slow moment of the machine hits both calls of a round.
+            # The ratio is taken round by round, for the reason above.
             rows[config] = {"config": config.name, "ours us": statistics.median(r[0] for r in rounds_us),
                             "aten us": statistics.median(r[1] for r in rounds_us),
                             "ratio": statistics.median(r[0] / r[1] for r in rounds_us)}
@@ -119,8 +125,8 @@ def main(seconds: float = 0.1, rounds: int = 7) -> None:
     print(machine())
     print("one call of add on two 8-element float32 tensors; ratio = ours / torch.ops.aten.add.Tensor, same process\n")
     print("Python entry points (one process):")
-    for name, micros in entry_points(seconds=seconds).items():
-        print(f"  {name:40} {micros:6.2f} us")
+    for name, value in entry_points(seconds=seconds).items():
+        print(f"  {name:40} {value:6.2f} us")
     print(f"\n{'configuration':50} {'ours us':>8} {'aten us':>8} {'ratio':>6}")
     rows = measure_all(CONFIGS, seconds=seconds, rounds=rounds)
     for row in rows:

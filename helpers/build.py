@@ -235,8 +235,9 @@ def cache_key(sources: list[Path], flags: list[str] | None = None) -> str:
     for path in sorted(sources) + sorted(CSRC.rglob("*.h")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     if flags is None:
-        cflags, ldflags = toolchain().flags(sources)
-        flags = [toolchain().compiler, *cflags, *ldflags]
+        tools = toolchain()
+        cflags, ldflags = tools.flags(sources)
+        flags = [tools.compiler, *cflags, *ldflags]
     digest.update(" ".join(flags).encode() + torch.__version__.encode() + str(BUILD_DIR).encode())
     return digest.hexdigest()[:10]
 
@@ -294,6 +295,11 @@ def _first_diagnostics(ninja_output: str, limit: int = 3) -> str:
     return "\n".join(picked) if picked else ninja_output[-2000:]
 
 
+def _label(layer: str) -> str:
+    """How a build of this layer is named in its progress line: layer 'cpu' (cpu.cpp)."""
+    return f"layer {layer!r} ({', '.join(LAYERS[layer])})"
+
+
 def library_path(layer: str) -> Path:
     sources = layer_sources(layer)
     name = f"workbook_{layer}_{cache_key(sources)}"
@@ -318,7 +324,7 @@ def load(layer: str) -> Built:
         print(tools.openmp, file=sys.stderr)
     start = time.perf_counter()
     try:
-        with progress.Line(f"layer {layer!r} ({', '.join(p.name for p in sources)})") if cold else nullcontext():
+        with progress.Line(_label(layer)) if cold else nullcontext():
             torch.utils.cpp_extension.load(
                 name=library.stem,
                 sources=[str(p) for p in sources],
@@ -359,7 +365,7 @@ def load_all(*layers: str) -> list[Built]:
 def _build_in_own_process(layer: str) -> None:
     code = f"from helpers import build; build.load({layer!r})"
     try:
-        with progress.Line(f"layer {layer!r} ({', '.join(LAYERS[layer])})"):
+        with progress.Line(_label(layer)):
             subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, check=True)
     except subprocess.CalledProcessError:
         pass  # load() compiles it again, in this process, and reports the compiler's errors

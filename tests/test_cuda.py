@@ -46,7 +46,7 @@ def test_every_cu_file_compiles_with_nvcc(source, tmp_path, compile_once):
         pytest.skip("nvcc not found: the CUDA sources were not compile-checked")
     start = time.perf_counter()
     inputs = [source, *build.CSRC.rglob("*.h")]
-    returncode, output, remembered = compile_once(nvcc_command(source, tmp_path / "x.o"), inputs, tmp_path / "x.o")
+    returncode, output, _ = compile_once(nvcc_command(source, tmp_path / "x.o"), inputs, tmp_path / "x.o")
     seconds = time.perf_counter() - start
     assert returncode == 0, (
         f"nvcc rejected {source.relative_to(build.REPO)} (rc {returncode}, {seconds:.0f} s):\n"

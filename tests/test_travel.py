@@ -1,9 +1,10 @@
-"""What a reader does with README's "Using this in your own project": copy four files into a folder
-of their own, write an operator with the one-line Scope, build it, then trace and plot it. All of it runs
-in a fresh Python in a folder outside the checkout, with the copied files and torch, nothing else."""
+"""What a reader does with README's "Using this in your own project": copy the four files it names into
+a folder of their own, save its C++ block as my_ops.cpp, run its Python cell, and check what it shows.
+All of it runs in a fresh Python in a folder outside the checkout, with the copied files and torch."""
 
 import filecmp
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -14,46 +15,17 @@ from helpers import build
 
 COPIED = ["helpers/trace.py", "helpers/plot.py", "csrc/trace.h", "csrc/trace_ops.cpp"]
 
-READER_OPS = """
-#include <ATen/core/Tensor.h>
-#include <torch/library.h>
+README = (build.REPO / "README.md").read_text()
+SECTION = README[README.index("## Using this in your own project"):]
 
-#include "trace.h"
-
-at::Tensor twice(c10::DispatchKeySet ks, const at::Tensor& x) {
-  workbook::trace::Scope scope("twice", ks, x);  // the one line that makes this kernel show in traces
-  return x.mul(2);
-}
-
-TORCH_LIBRARY(reader_ops, m) { m.def("twice(Tensor x) -> Tensor"); }
-TORCH_LIBRARY_IMPL(reader_ops, CPU, m) { m.impl("twice", &twice); }
-TORCH_LIBRARY_IMPL(reader_ops, Autograd, m) { m.impl("twice", torch::CppFunction::makeFallthrough()); }
-"""
-
-READER_SCRIPT = """
-import os
-import sys
-import matplotlib
-matplotlib.use("Agg")
-import torch
-import torch.utils.cpp_extension
-
-os.makedirs("build", exist_ok=True)
-torch.utils.cpp_extension.load("reader_ops", sources=["reader_ops.cpp", "trace_ops.cpp"],
-                               build_directory="build", is_python_module=False)
-
-import trace, plot  # the copied files
-
-x = torch.ones(3, requires_grad=True)
-mine = trace.call(torch.ops.reader_ops.twice, x)
-print(mine)
-assert mine.predicted_path == mine.recorded_path == ["CPU"] and mine.agrees, mine
-assert trace.dispatch_table(torch.ops.reader_ops.twice)["CPU"].ours
+# What the reader checks after running the README's cell (its names: x, t, figure).
+CHECKS = """
+assert t.predicted_path == t.recorded_path == ["CPU"] and t.agrees, t
+assert trace.dispatch_table(torch.ops.my_ops.twice)["CPU"].ours
 theirs = trace.call(torch.ops.aten.add.Tensor, x, x)
 assert theirs.predicted_path == ["AutogradCPU", "CPU"] and theirs.recorded == [], theirs
 assert not trace.dispatch_table(torch.ops.aten.add.Tensor)["CPU"].ours
-plot.ladders([mine, theirs]).savefig("ladders.png")
-plot.table_map([torch.ops.reader_ops.twice, torch.ops.aten.add.Tensor]).savefig("table.png")
+plot.table_map([torch.ops.my_ops.twice, torch.ops.aten.add.Tensor]).savefig("table.png")
 assert not any(name == "helpers" or name.startswith("helpers.") for name in sys.modules), "used the workbook"
 
 # A second copy of the recorder in the same process (the workbook's, here) registers nothing and
@@ -61,9 +33,14 @@ assert not any(name == "helpers" or name.startswith("helpers.") for name in sys.
 from helpers import build
 build.load("schemas"), build.load("cpu")
 both = trace.call(torch.ops.workbook.add, torch.ones(2), torch.ones(2))
-assert both.recorded_path == ["CPU"] and trace.call(torch.ops.reader_ops.twice, x).recorded_path == ["CPU"]
+assert both.recorded_path == ["CPU"] and trace.call(torch.ops.my_ops.twice, x).recorded_path == ["CPU"]
 print("OK")
 """
+
+
+def readme_block(language: str) -> str:
+    """The README section's first code block in this language, verbatim."""
+    return re.search(rf"```{language}\n(.*?)```", SECTION, re.DOTALL).group(1)
 
 
 def reader_folder() -> Path:
@@ -78,15 +55,16 @@ def put(path: Path, text: str) -> None:
 
 
 def test_copied_trace_and_plot_trace_a_readers_own_operator():
+    assert all(f"`{name}`" in SECTION for name in COPIED), "the README names other files to copy"
     folder = reader_folder()
     folder.mkdir(exist_ok=True)
     for name in COPIED:
         source, target = build.REPO / name, folder / Path(name).name
         if not target.exists() or not filecmp.cmp(source, target, shallow=False):
             shutil.copy(source, target)
-    put(folder / "reader_ops.cpp", READER_OPS)
-    put(folder / "reader.py", READER_SCRIPT)
+    put(folder / "my_ops.cpp", readme_block("cpp"))
+    put(folder / "reader.py", "import sys\nimport matplotlib\nmatplotlib.use('Agg')\n" + readme_block("python") + CHECKS)
     done = subprocess.run([sys.executable, "reader.py"], cwd=folder, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.endswith("OK\n"), done.stdout[-3000:] + done.stderr[-3000:]
-    assert "twice" in done.stdout and "recorded:  CPU(Float)" in done.stdout
+    assert "my_ops::twice" in done.stdout and "recorded:  CPU(Float)" in done.stdout
     assert (folder / "ladders.png").stat().st_size > 0 and (folder / "table.png").stat().st_size > 0

@@ -61,6 +61,8 @@ LAYERS: dict[str, list[str]] = {
     "ad_inplace_or_view": ["ad_inplace_or_view.cpp"],
     # Autocast kernels: a layer of its own, as ATen/autocast_mode.h is a heavy header (lesson 05).
     "autocast": ["autocast.cpp"],
+    # workbook_stable::add, on LibTorch's stable ABI (lesson 08).
+    "stable": ["stable/add.cpp"],
     # CUDA kernels: building and loading this layer needs a CUDA build of torch and a GPU.
     "cuda": ["cuda.cu"],
     # Lesson 01's pitfalls: what goes wrong, and the fix.
@@ -243,8 +245,8 @@ def cache_key(sources: list[Path], flags: list[str] | None = None) -> str:
 
 
 def defined_namespaces(sources: list[Path]) -> set[str]:
-    """Namespaces these files open with TORCH_LIBRARY (not _IMPL, not _FRAGMENT)."""
-    pattern = re.compile(r"^\s*TORCH_LIBRARY\(\s*(\w+)\s*,", re.MULTILINE)
+    """Namespaces these files open with TORCH_LIBRARY or STABLE_TORCH_LIBRARY (not _IMPL, not _FRAGMENT)."""
+    pattern = re.compile(r"^\s*(?:STABLE_)?TORCH_LIBRARY\(\s*(\w+)\s*,", re.MULTILINE)
     return {ns for path in sources for ns in pattern.findall(path.read_text())}
 
 

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import torch
 
+# What opcheck finds on purpose (lesson 06 explains it): AOTAutograd cannot trace a custom operator that returns a
+# view, and `row` has no Autograd kernel. Keyed by (operator, requires_grad).
+OPCHECK_KNOWN_FAILURES = {("row", False): {"test_aot_dispatch_dynamic"},
+                          ("row", True): {"test_aot_dispatch_dynamic", "test_autograd_registration"}}
+
 
 def every_op(requires_grad: bool = False, seed: int = 0) -> list[tuple[str, tuple, dict]]:
     """(operator name, args, kwargs) for each operator of torch.ops.workbook, float32 on CPU.

@@ -1,12 +1,9 @@
-"""Show a csrc file, or one block of it, or a Python function from helpers/, in a notebook. What you
+"""Show a csrc file, or one block of it, or a Python function of the workbook, in a notebook. What you
 see is the file itself."""
 
 from IPython.display import Code
 
 from .build import CSRC, REPO
-
-HELPERS = REPO / "helpers"
-
 
 def show(name: str, block: str | None = None) -> Code:
     """The file csrc/<name>, or one block of it: from the first line that starts with `block`
@@ -24,12 +21,13 @@ def show(name: str, block: str | None = None) -> Code:
     return Code("\n".join(lines), language="cpp")
 
 
-def python(name: str, start: str, stop: str | None = None) -> Code:
-    """Lines of helpers/<name>: from the first line that starts with `start` up to the next line that
+def python(path: str, start: str, stop: str | None = None) -> Code:
+    """Lines of a Python file of the workbook (`path` from the repository's root, e.g.
+    "helpers/python_ops.py"): from the first line that starts with `start` up to the next line that
     starts with `stop` (or to the end of the file)."""
-    lines = (HELPERS / name).read_text().splitlines()
+    lines = (REPO / path).read_text().splitlines()
     first = next((i for i, line in enumerate(lines) if line.startswith(start)), None)
     if first is None:
-        raise ValueError(f"no line of helpers/{name} starts with {start!r}")
+        raise ValueError(f"no line of {path} starts with {start!r}")
     last = next((i for i in range(first + 1, len(lines)) if stop and lines[i].startswith(stop)), len(lines))
     return Code("\n".join(lines[first:last]).strip("\n"), language="python")

@@ -70,7 +70,10 @@ def is_backend_key(name: str) -> bool:
     In c10's DispatchKey enum these are the runtime keys from the first dense backend (CPU) to the
     last nested-tensor backend; Autograd<Backend> keys come after them.
     """
-    value = getattr(C.DispatchKey, name).value
+    key = getattr(C.DispatchKey, name, None)
+    if key is None:  # keys Python's enum leaves unnamed (Tracer) are not backends
+        return False
+    value = key.value
     return C.DispatchKey.StartOfDenseBackends.value < value <= C.DispatchKey.EndOfNestedTensorBackends.value
 
 
@@ -256,11 +259,24 @@ def recording():
     if not recorder_loaded():
         raise RuntimeError("The trace recorder is not loaded: run helpers.build.load('schemas') first.")
     events: list[Event] = []
-    torch.ops.workbook_trace.start()
+    with _not_jit_traced():
+        torch.ops.workbook_trace.start()
     try:
         yield events
     finally:
-        events.extend(_parse_events(torch.ops.workbook_trace.stop()))
+        with _not_jit_traced():
+            events.extend(_parse_events(torch.ops.workbook_trace.stop()))
+
+
+@contextmanager
+def _not_jit_traced():
+    """Keep the recorder's own calls out of a torch.jit.trace graph (lesson 08 records inside one)."""
+    state = C._get_tracing_state()
+    C._set_tracing_state(None)
+    try:
+        yield
+    finally:
+        C._set_tracing_state(state)
 
 
 @dataclass

@@ -12,10 +12,7 @@ from torch.library import opcheck
 from helpers import python_ops, samples, trace
 
 OPCHECK_TESTS = {"test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"}
-# What opcheck finds on purpose (lesson 06 explains it): AOTAutograd cannot trace a custom operator that returns a
-# view, and `row` has no Autograd kernel.
-KNOWN_FAILURES = {("row", False): {"test_aot_dispatch_dynamic"},
-                  ("row", True): {"test_aot_dispatch_dynamic", "test_autograd_registration"}}
+KNOWN_FAILURES = samples.OPCHECK_KNOWN_FAILURES
 # Operators with no Autograd kernel: torch's fallback lets a call with requires_grad inputs through, and warns.
 WITHOUT_AUTOGRAD = {"sum", "mean", "row"}
 

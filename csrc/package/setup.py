@@ -1,0 +1,46 @@
+"""The workbook's operators as an installable package, in the shape of pytorch/extension-cpp.
+
+    pip wheel --no-build-isolation --no-deps csrc/package -w dist/    # needs torch installed
+    pip install dist/workbook_ops-*.whl
+
+One shared library, workbook_ops/_C.abi3.so, built from every csrc/*.cpp file (lesson 01's schemas,
+then one file per dispatch key), plus workbook_ops/__init__.py, which loads it. Lessons 00-07 compile
+the same files one layer at a time, at run time; here they are compiled once, at build time.
+"""
+
+from pathlib import Path
+
+import torch
+from setuptools import setup
+from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
+
+CSRC = Path(__file__).resolve().parent.parent
+sources = sorted(str(path) for path in CSRC.glob("*.cpp"))
+# The CUDA kernels only where they can be built and run, as extension-cpp does.
+use_cuda = torch.cuda.is_available() and CUDA_HOME is not None
+if use_cuda:
+    sources.append(str(CSRC / "cuda.cu"))
+
+extension = (CUDAExtension if use_cuda else CppExtension)(
+    "workbook_ops._C",
+    sources,
+    include_dirs=[str(CSRC)],
+    # -O3: cpp_extension adds no optimization flag. No -march and no AVX flags: a wheel runs on machines
+    # other than the one that built it (torch itself compiles each kernel once per CPU capability and
+    # picks one at run time). No -fopenmp: not every compiler has it; at::parallel_for then runs on one thread.
+    # Py_LIMITED_API: the library uses no CPython API at all (it is loaded by torch.ops.load_library,
+    # not imported), so one wheel serves every CPython from 3.9 on; the define makes the compiler hold us to it.
+    extra_compile_args={"cxx": ["-O3", "-DPy_LIMITED_API=0x03090000"], "nvcc": ["-O3"]},
+    py_limited_api=True,
+)
+
+setup(
+    name="workbook_ops",
+    version="0.1.0",
+    packages=["workbook_ops"],
+    ext_modules=[extension],
+    # Built against torch's regular C++ ABI, the library runs with the torch it was built with, and no other.
+    install_requires=[f"torch=={torch.__version__.split('+')[0]}"],
+    cmdclass={"build_ext": BuildExtension},
+    options={"bdist_wheel": {"py_limited_api": "cp39"}},  # the wheel's tag: cp39-abi3
+)

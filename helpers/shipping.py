@@ -1,0 +1,180 @@
+"""Lesson 08's shipping steps, each built once into build/shipping/ and reused by the lesson and its tests.
+
+    wheel = shipping.build_wheel()       # csrc/package -> build/shipping/wheel_<hash>/workbook_ops-...-cp39-abi3-....whl
+    site = shipping.install(wheel)       # a folder holding the installed package and nothing else
+    print(shipping.run_python("import workbook_ops; ...", site))   # a fresh Python that sees `site`, not the workbook
+    model_pt2 = shipping.aoti_package(exported_program)            # torch._inductor.aoti_compile_and_package, cached
+    runner = shipping.build_runner()     # csrc/aoti/runner.cpp: runs a .pt2 from C++, no Python
+
+Each step is keyed by a hash of its inputs, so an edit builds again and nothing else does. The lesson and the
+tests may run side by side (pytest -n 2): a lock per step makes the second one wait for the first one's result.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+from . import progress, samples
+from .build import BUILD_DIR, CSRC, REPO
+
+SHIPPING = BUILD_DIR.parent / "shipping"
+PACKAGE = CSRC / "package"
+TORCH_DIR = Path(torch.__file__).resolve().parent
+
+
+def _hash(paths: list[Path], *extra: str) -> str:
+    digest = hashlib.sha256(torch.__version__.encode())
+    for text in extra:
+        digest.update(b"\0" + text.encode())
+    for path in sorted(paths):
+        digest.update(b"\0" + str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+@contextmanager
+def _locked(step: str):
+    SHIPPING.mkdir(parents=True, exist_ok=True)
+    with open(SHIPPING / f"{step}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _run(command: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
+    done = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
+    return done
+
+
+def package_files() -> list[Path]:
+    """What the wheel is built from: the operator library's sources and the package folder."""
+    files = [*CSRC.glob("*.cpp"), *CSRC.glob("*.h"), *CSRC.glob("*.cu")]
+    return files + [path for path in PACKAGE.rglob("*.py")]
+
+
+def build_wheel() -> Path:
+    """`pip wheel csrc/package`, run on a copy of csrc/ under build/shipping/ (setuptools writes its build
+    folders beside setup.py, and the checkout stays clean). The copy keeps file times, so ninja recompiles
+    only the files that changed since the last wheel."""
+    files = package_files()
+    out = SHIPPING / f"wheel_{_hash(files)}"
+    with _locked("wheel"):
+        if wheels := sorted(out.glob("*.whl")):
+            return wheels[0]
+        tree = SHIPPING / "src"
+        for path in files:
+            copy = tree / path.relative_to(REPO)
+            if not copy.exists() or copy.read_bytes() != path.read_bytes():
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, copy)
+        command = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir",
+                   "--disable-pip-version-check", "-w", str(out), str(tree / "csrc" / "package")]
+        with progress.Line(f"wheel of csrc/package ({len(files)} files)"):
+            _run(command, "pip wheel")
+        return sorted(out.glob("*.whl"))[0]
+
+
+def install(wheel: Path) -> Path:
+    """`pip install --target`: the package alone in a folder of its own (torch is found where it is)."""
+    site = SHIPPING / f"site_{_hash([wheel])}"
+    with _locked("install"):
+        if not site.exists():
+            _run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", "--quiet",
+                  "--disable-pip-version-check", "--target", str(site), str(wheel)], "pip install")
+        return site
+
+
+def run_python(code: str, site: Path | None = None, check: bool = True) -> str:
+    """Run `code` in a fresh Python that cannot import the workbook (its checkout is taken off sys.path)
+    but sees `site`. Returns what it printed; with check=False, its error too."""
+    prelude = textwrap.dedent(f"""\
+        import sys
+        sys.path[:] = [p for p in sys.path if p not in ({str(REPO)!r}, '')]
+        sys.path.insert(0, {str(site) if site else ''!r})
+        """)
+    done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
+                          cwd=SHIPPING)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"the fresh Python failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return done.stdout + ("" if check else done.stderr)
+
+
+# What lesson 08 runs in a fresh Python beside the installed package: opcheck on every operator, with the
+# sample inputs of lesson 06 (saved by the caller into SAMPLES).
+OPCHECK_INSTALLED = """
+import sys
+import torch
+import workbook_ops  # loads the package's library: the operators are registered
+
+for requires_grad, cases in torch.load(SAMPLES).items():
+    for name, args, kwargs in cases:
+        results = torch.library.opcheck(getattr(torch.ops.workbook, name).default, args, kwargs,
+                                        raise_exception=False)
+        failed = sorted(test for test, outcome in results.items() if outcome != "SUCCESS")
+        print(f"{name:10} requires_grad={requires_grad!s:5}  {'FAILED ' + ', '.join(failed) if failed else 'passed'}")
+workbook = sorted(name for name in sys.modules if name.split(".")[0] in ("helpers", "bench"))
+print("modules of the workbook imported:", workbook or "none")
+print("operators loaded from:", workbook_ops.LIBRARY.relative_to(workbook_ops.LIBRARY.parents[1]))
+"""
+
+
+def opcheck_installed(site: Path) -> str:
+    """OPCHECK_INSTALLED, run in a fresh Python that sees only `site`; returns what it printed."""
+    cases = SHIPPING / "opcheck_samples.pt"
+    torch.save({grad: samples.every_op(requires_grad=grad) for grad in (False, True)}, cases)
+    return run_python(f"SAMPLES = {str(cases)!r}\n" + OPCHECK_INSTALLED, site)
+
+
+# ---------------------------------------------------------------------------------------------
+# AOTInductor
+
+
+class TinyModel(torch.nn.Module):
+    """The model lesson 08 exports: a linear layer built from workbook operators, then aten's relu."""
+
+    def __init__(self, inputs: int = 8, outputs: int = 4, batch: int = 3):
+        super().__init__()
+        generator = torch.Generator().manual_seed(0)
+        self.weight = torch.nn.Parameter(torch.randn(inputs, outputs, generator=generator))
+        self.bias = torch.nn.Parameter(torch.randn(batch, outputs, generator=generator))
+
+    def forward(self, x):
+        return torch.ops.workbook.add(torch.ops.workbook.matmul(x, self.weight), self.bias).relu()
+
+
+def aoti_package(program: torch.export.ExportedProgram) -> Path:
+    """torch._inductor.aoti_compile_and_package(program), once per program: the key is the program's code,
+    its weights and the operators' schemas."""
+    weights = "".join(f"{name}{tensor.tolist()}" for name, tensor in program.state_dict.items())
+    key = _hash([CSRC / "schemas.cpp"], program.graph_module.code, str(program.graph_signature), weights)
+    path = SHIPPING / f"model_{key}.pt2"
+    with _locked("aoti"):
+        if not path.exists():
+            with progress.Line("AOTInductor package of the exported model"):
+                torch._inductor.aoti_compile_and_package(program, package_path=str(path))
+        return path
+
+
+def build_runner() -> Path:
+    """csrc/aoti/runner.cpp, compiled against the libtorch inside the torch wheel: a program, no Python."""
+    source = CSRC / "aoti" / "runner.cpp"
+    program = SHIPPING / f"runner_{_hash([source])}"
+    with _locked("runner"):
+        if not program.exists():
+            include, lib = TORCH_DIR / "include", TORCH_DIR / "lib"
+            command = [os.environ.get("CXX", "c++"), "-std=c++20", "-O1", str(source),
+                       f"-I{include}", f"-I{include / 'torch/csrc/api/include'}", f"-L{lib}", f"-Wl,-rpath,{lib}",
+                       "-ltorch", "-ltorch_cpu", "-lc10", "-o", str(program)]
+            with progress.Line("C++ runner (csrc/aoti/runner.cpp)"):
+                _run(command, "compiling the runner")
+        return program

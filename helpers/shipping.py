@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from . import progress, samples
+from . import isolated, progress, samples
 from .build import BUILD_DIR, CSRC, REPO
 
 SHIPPING = BUILD_DIR.parent / "shipping"
@@ -95,15 +95,14 @@ def install(wheel: Path) -> Path:
 
 
 def run_python(code: str, site: Path | None = None, check: bool = True) -> str:
-    """Run `code` in a fresh Python that cannot import the workbook (its checkout is taken off sys.path)
-    but sees `site`. Returns what it printed; with check=False, its error too."""
+    """Run `code` in a fresh Python (isolated.run) that cannot import the workbook (its checkout is taken off
+    sys.path) but sees `site`. Returns what it printed; with check=False, its error output too."""
     prelude = textwrap.dedent(f"""\
         import sys
         sys.path[:] = [p for p in sys.path if p not in ({str(REPO)!r}, '')]
         sys.path.insert(0, {str(site) if site else ''!r})
         """)
-    done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
-                          cwd=SHIPPING)
+    done = isolated.run(prelude + textwrap.dedent(code))
     if check and done.returncode != 0:
         raise RuntimeError(f"the fresh Python failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return done.stdout + ("" if check else done.stderr)

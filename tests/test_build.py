@@ -2,7 +2,9 @@
 
 import ctypes
 import os
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -185,3 +187,25 @@ def test_compile_once_remembers_passes_only(tmp_path, compile_once, monkeypatch)
     assert compile_once(command, [source], output)[::2] == (0, True)
     source.write_text("int fine() { return 1; }\n")
     assert compile_once(command, [source], output)[::2] == (0, False), "an edited input must compile again"
+
+
+def test_precompiled_header_is_built_with_the_flags_of_the_layers_that_read_it(workbook):
+    tools = build.toolchain()
+    if "clang" in tools.compiler or os.environ.get("WORKBOOK_PCH") == "0":
+        pytest.skip("no precompiled header with clang, or with WORKBOOK_PCH=0")
+    sources = build.layer_sources("meta")
+    layer_cflags = tools.flags(sources)[0]
+    pch = build.precompiled_header(sources, layer_cflags)
+    assert pch[:1] == ["-include"] and Path(pch[1] + ".gch").exists()
+    # What cpp_extension.load really passed to the compiler for the meta layer (g++ ignores a .gch built otherwise).
+    ninja = (build.library_path("meta").parent / "build.ninja").read_text()
+    name, *cflags = re.search(r"^cflags = (.*)$", ninja, re.MULTILINE)[1].split()
+    assert name.startswith("-DTORCH_EXTENSION_NAME=")
+    assert cflags == build.extension_cflags(layer_cflags) + pch
+
+
+def test_no_precompiled_header_for_the_stable_abi_layer_or_openmp_layers():
+    tools = build.toolchain()
+    stable = build.layer_sources("stable")
+    assert build.precompiled_header(stable, tools.flags(stable)[0]) == []  # it must not see torch/library.h
+    assert build.precompiled_header(build.layer_sources("cpu"), [*tools.cflags, "-fopenmp"]) == []

@@ -1,5 +1,11 @@
 """pytest configuration for the notebooks, which run under nbval (unit tests: tests/conftest.py)."""
 
+import os
+
+# Exercise checks run on the untouched skeletons, never on a reader's copies in my_exercises/: the notebooks' stored
+# outputs are those of the skeletons (helpers/exercises.py). The notebooks' kernels inherit this.
+os.environ["WORKBOOK_EXERCISES"] = "skeletons"
+
 
 def pytest_collectstart(collector):
     # Not compared: stderr (warnings, the compiler probe's report) and text/html, which only the build

@@ -1,6 +1,6 @@
 """Lesson 08's shipping steps, each built once into build/shipping/ and reused by the lesson and its tests.
 
-    wheel = shipping.build_wheel()       # csrc/package -> build/shipping/wheel_<hash>/workbook_ops-...-cp39-abi3-....whl
+    wheel = shipping.build_wheel()       # csrc/package -> build/shipping/wheel_<hash>/workbook_ops-...-cp310-abi3-....whl
     site = shipping.install(wheel)       # a folder holding the installed package and nothing else
     print(shipping.run_python("import workbook_ops; ...", site))   # a fresh Python that sees `site`, not the workbook
     model_pt2 = shipping.aoti_package(exported_program)            # torch._inductor.aoti_compile_and_package, cached

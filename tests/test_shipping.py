@@ -1,6 +1,9 @@
-"""Lesson 08: the wheel of csrc/package, the stable-ABI port of add, AOTInductor from Python and from C++,
-torch.jit.trace. The wheel, the .pt2 and the C++ runner are built once into build/shipping/ and shared with
-the lesson (helpers/shipping.py)."""
+"""Lesson 08: the wheel of csrc/package, the stable-ABI port of add, AOTInductor from C++, torch.jit.trace. The wheel,
+the .pt2 and the C++ runner are built once into build/shipping/ and shared with the lesson (helpers/shipping.py).
+
+Lesson 08 itself, under nbval, checks what each needs a fresh Python for, and compares the printed results with its
+stored outputs: every operator of the installed wheel under opcheck in a clean interpreter, the AOTInductor package
+against eager in a fresh Python, and the error without the operators' library."""
 
 import re
 import subprocess
@@ -8,7 +11,7 @@ import subprocess
 import pytest
 import torch
 
-from helpers import build, samples, shipping, trace
+from helpers import build, shipping, trace
 
 
 @pytest.fixture(scope="module")
@@ -32,24 +35,11 @@ def input_and_expected():
 
 def test_wheel_is_one_abi3_wheel_holding_the_library_and_the_python_side():
     wheel = shipping.build_wheel()
-    assert re.fullmatch(r"workbook_ops-0\.1\.0-cp39-abi3-linux_\w+\.whl", wheel.name)
+    assert re.fullmatch(r"workbook_ops-0\.1\.0-cp310-abi3-linux_\w+\.whl", wheel.name)
     import zipfile
 
     names = zipfile.ZipFile(wheel).namelist()
     assert {"workbook_ops/__init__.py", "workbook_ops/batching.py", "workbook_ops/_C.abi3.so"} <= set(names)
-
-
-def test_installed_package_passes_opcheck_in_a_clean_interpreter(site):
-    printed = shipping.opcheck_installed(site)
-    results = {(name, grad == "True"): outcome
-               for name, grad, outcome in re.findall(r"^(\w+) +requires_grad=(\w+) +(.*)$", printed, re.MULTILINE)}
-    expected = {}
-    for grad in (False, True):
-        for name, _, _ in samples.every_op(requires_grad=grad):
-            failures = sorted(samples.OPCHECK_KNOWN_FAILURES.get((name, grad), ()))
-            expected[name, grad] = f"FAILED {', '.join(failures)}" if failures else "passed"
-    assert results == expected
-    assert "modules of the workbook imported: none" in printed
 
 
 def test_installed_package_registers_the_vmap_rule(site):
@@ -89,27 +79,6 @@ def test_stable_abi_library_imports_only_the_c_shim_from_torch():
     mangled = [line.split()[-1] for line in symbols.splitlines() if re.search(r"\b_ZN(K)?(2at|3c10|5torch)", line)]
     assert mangled == []
     assert "torch_library_impl" in symbols or "aoti_torch" in symbols
-
-
-def test_aoti_package_matches_eager_in_a_fresh_python(site, model_pt2):
-    x, expected = input_and_expected()
-    saved = shipping.SHIPPING / "test_aoti_io.pt"
-    torch.save({"x": x, "expected": expected}, saved)
-    printed = shipping.run_python(f"""
-        import torch, workbook_ops
-        io = torch.load({str(saved)!r})
-        model = torch._inductor.aoti_load_package({str(model_pt2)!r})
-        print(torch.allclose(model(io["x"]), io["expected"], atol=1e-6))
-        """, site)
-    assert printed.strip() == "True"
-
-
-def test_aoti_package_without_the_operators_library_names_the_missing_operator(model_pt2):
-    printed = shipping.run_python(f"""
-        import torch
-        torch._inductor.aoti_load_package({str(model_pt2)!r})
-        """, check=False)
-    assert "Could not find schema for workbook::matmul" in printed
 
 
 def test_cpp_runner_matches_eager_with_no_python(site, model_pt2):

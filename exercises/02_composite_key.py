@@ -1,0 +1,14 @@
+"""Exercise 02.composite_key (easy): one kernel, the right key.
+
+`exercise::softplus2(Tensor x) -> Tensor` computes log(1 + exp(2x)) / 2 with torch operations (below). Register it
+at ONE dispatch key so that, with no other kernel, it runs on CPU tensors, on meta tensors (so torch.compile and
+torch.export can trace it), and has a gradient.
+"""
+
+import torch
+
+KEY = "CPU"  # TODO: which key?
+
+
+def softplus2(x):
+    return torch.log1p(torch.exp(2 * x)) / 2

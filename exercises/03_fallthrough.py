@@ -1,0 +1,13 @@
+"""Exercise 03.fallthrough (easy): skip the Autograd key for an integer operator.
+
+`exercise::count_odd(Tensor x) -> Tensor` counts the odd elements of an integer tensor; its CPU kernel is
+registered for you. Integers have no gradient, so autograd has nothing to do for it, yet every call goes through
+torch's autograd fallback at AutogradCPU. Make the dispatcher skip the Autograd key for it (lesson 03).
+`lib` is the torch.library.Library("exercise", "IMPL") to register with.
+"""
+
+import torch
+
+
+def register(lib: torch.library.Library) -> None:
+    pass  # TODO: one line

@@ -1,0 +1,13 @@
+"""Exercise 05.register_autocast (easy): autocast for an operator, from Python.
+
+`exercise::mm2(Tensor a, Tensor b) -> Tensor` is a matrix product whose CPU kernel refuses two different dtypes.
+Inside torch.autocast("cpu"), a model calls it with a float32 activation and a bfloat16 weight, and it raises.
+Make autocast cast both inputs to bfloat16 before the kernel runs. `lib` is the torch.library.Library to register
+with (pass it as `lib=`).
+"""
+
+import torch
+
+
+def register(lib: torch.library.Library) -> None:
+    pass  # TODO: one call

@@ -1,0 +1,12 @@
+"""Exercise 06.fake_kernel (medium): a fake kernel that opcheck accepts.
+
+`exercise::stack2(Tensor a, Tensor b) -> Tensor` stacks two tensors of the same shape into one with a new first
+dimension of size 2 (torch.stack([a, b])). Its CPU kernel is registered. Its fake kernel (what torch.compile and
+torch.export run on fake tensors) must return an empty tensor of the real output's shape, dtype and device.
+"""
+
+import torch
+
+
+def fake(a, b):
+    return torch.empty_like(a)  # TODO

@@ -1,0 +1,11 @@
+"""Exercise 00.predict_path (easy): predict a path, then let the check run it.
+
+`x` requires grad, `y` does not. Which kernels does the dispatcher call, in order, for
+
+    with torch.no_grad():
+        torch.ops.workbook.add(x, y)
+
+with lesson 00's layers (schemas, cpu)? Write their dispatch keys, highest priority first.
+"""
+
+PATH = ["AutogradCPU", "CPU"]  # no_grad changes no key: torch's autograd fallback still runs, records nothing

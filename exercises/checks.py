@@ -153,8 +153,9 @@ def meta_kernel(path: Path) -> Result:
                           "the graph with the wrong shape.")
         else:
             failed = [t for t, r in torch.library.opcheck(torch.ops.exercise02.outer.default, (a, b),
+                                                          test_utils=("test_schema", "test_faketensor"),
                                                           raise_exception=False).items() if r != "SUCCESS"]
-            report(not failed, "opcheck: " + (", ".join(failed) + " failed" if failed else "every test passed"))
+            report(not failed, "opcheck: " + (", ".join(failed) + " failed" if failed else "schema and fake-tensor tests passed"))
     """)
 
 

@@ -34,7 +34,7 @@ import sysconfig
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -207,6 +207,15 @@ def toolchain() -> Toolchain:
     return found
 
 
+@contextmanager
+def locked(path: Path):
+    """Hold an exclusive lock on the file `path` (created if missing): other processes wait at the same lock."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 # A precompiled header (g++): the torch headers nearly every layer includes (torch/library.h, ATen's Tensor and
 # Dispatcher; about 5 s of each compile on 2 cores) parsed once per machine into build/extensions/pch_<hash>/, and
 # read by each layer's compile instead (meta.cpp: 8.9 s -> 4.5 s). g++ uses the .gch only where the flags that define
@@ -234,9 +243,7 @@ def precompiled_header(sources: list[Path], cflags: list[str]) -> list[str]:
     flags = extension_cflags(cflags)
     folder = BUILD_DIR / f"pch_{hashlib.sha256(' '.join([tools.compiler, torch.__version__, *flags]).encode()).hexdigest()[:10]}"
     header, failed = folder / "workbook_pch.h", folder / "failed.txt"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one process builds it; the others (load_all, pytest workers) wait
+    with locked(folder / "lock"):  # one process builds it; the others (load_all, pytest workers) wait
         if not Path(f"{header}.gch").exists() and not failed.exists():
             header.write_text("".join(f"#include <{name}>\n" for name in PCH_HEADERS))
             with progress.Line(f"precompiled header ({', '.join(PCH_HEADERS)})"):
@@ -402,10 +409,13 @@ def load_all(*layers: str) -> list[Built]:
     at a time as the machine has cores, then all are loaded here, in order.
     A layer that fails there is compiled again by load(), which reports its errors.
     """
-    missing = [layer for layer in layers if not library_path(layer).exists()]
-    if len(missing) > 1:
-        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-            list(pool.map(_build_in_own_process, missing))
+    if sum(not library_path(layer).exists() for layer in layers) > 1:
+        # One process at a time builds: pytest's other workers wait here, then find the layers built.
+        with locked(BUILD_DIR / "load_all.lock"):
+            missing = [layer for layer in layers if not library_path(layer).exists()]
+            if len(missing) > 1:
+                with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+                    list(pool.map(_build_in_own_process, missing))
     return [load(layer) for layer in layers]
 
 

@@ -12,20 +12,18 @@ tests may run side by side (pytest -n 2): a lock per step makes the second one w
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 from . import isolated, progress, samples
-from .build import BUILD_DIR, CSRC, REPO
+from .build import BUILD_DIR, CSRC, REPO, locked
 
 SHIPPING = BUILD_DIR.parent / "shipping"
 PACKAGE = CSRC / "package"
@@ -41,12 +39,8 @@ def _hash(paths: list[Path], *extra: str) -> str:
     return digest.hexdigest()[:12]
 
 
-@contextmanager
 def _locked(step: str):
-    SHIPPING.mkdir(parents=True, exist_ok=True)
-    with open(SHIPPING / f"{step}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    return locked(SHIPPING / f"{step}.lock")
 
 
 def _run(command: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:

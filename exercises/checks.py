@@ -39,25 +39,26 @@ def call_path(op, *args) -> list[str]:
 # 00: paths
 
 
+def add_path(path: Path, context, hint: str, layers: tuple[str, ...] = ("schemas", "cpu")) -> Result:
+    """The reader's PATH against the path of workbook::add(x, y) inside `context`, x requiring grad and y not."""
+    build.load_all(*layers)
+    x, y = torch.ones(3, requires_grad=True), torch.ones(3)
+    with context:
+        actual = call_path(torch.ops.workbook.add, x, y)
+    return compare_paths(load_python(path).PATH, actual, hint)
+
+
 @exercise("00.predict_path", "00_predict_path.py")
 def predict_path(path: Path) -> Result:
-    build.load_all("schemas", "cpu")
-    x, y = torch.ones(3, requires_grad=True), torch.ones(3)
-    with torch.no_grad():
-        actual = call_path(torch.ops.workbook.add, x, y)
-    return compare_paths(load_python(path).PATH, actual,
-                         "no_grad turns off recording, not a dispatch key: x's keyset still holds AutogradCPU, and "
-                         "with no Autograd kernel of ours, torch's autograd fallback runs there (and records nothing).")
+    return add_path(path, torch.no_grad(),
+                    "no_grad turns off recording, not a dispatch key: x's keyset still holds AutogradCPU, and with no "
+                    "Autograd kernel of ours, torch's autograd fallback runs there (and records nothing).")
 
 
 @exercise("00.inference_mode", "00_inference_mode.py")
 def inference_mode(path: Path) -> Result:
-    build.load_all("schemas", "cpu")
-    x, y = torch.ones(3, requires_grad=True), torch.ones(3)
-    with torch.inference_mode():
-        actual = call_path(torch.ops.workbook.add, x, y)
-    return compare_paths(load_python(path).PATH, actual,
-                         "look at trace.keyset_of(x, y) inside torch.inference_mode(): which keys does it exclude?")
+    return add_path(path, torch.inference_mode(),
+                    "look at trace.keyset_of(x, y) inside torch.inference_mode(): which keys does it exclude?")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,14 +352,11 @@ def records_graph(path: Path) -> Result:
 
 @exercise("07.predict_autocast_path", "07_predict_autocast_path.py")
 def predict_autocast_path(path: Path) -> Result:
-    build.load_all("schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view", "autocast")
-    x, y = torch.ones(3, requires_grad=True), torch.ones(3)
-    with torch.autocast("cpu"):
-        actual = call_path(torch.ops.workbook.add, x, y)
-    return compare_paths(load_python(path).PATH, actual,
-                         "inside torch.autocast('cpu'), AutocastCPU leaves the exclude set, and workbook::add has a "
-                         "kernel there (lesson 05). ADInplaceOrView is a fallthrough for an op that is no view and "
-                         "writes nothing.")
+    return add_path(path, torch.autocast("cpu"),
+                    "inside torch.autocast('cpu'), AutocastCPU leaves the exclude set, and workbook::add has a kernel "
+                    "there (lesson 05). ADInplaceOrView is a fallthrough for an op that is no view and writes nothing.",
+                    layers=("schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view",
+                            "autocast"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,11 @@
 #   make lab   - create .venv if missing, open JupyterLab on the notebooks
 #   make test  - create .venv if missing, run the unit tests and every notebook under nbval
 PYTHON ?= python3
-VENV   := .venv
+# `make test TORCH=2.13.0` (any release): the same environment.yml with that torch instead of the pinned one, in a
+# venv of its own (.venv-2.13.0), and the whole test command run there. Compiled layers are keyed by torch's
+# version (build/), so both venvs share the checkout without rebuilding each other's.
+TORCH  ?=
+VENV   := $(if $(TORCH),.venv-$(TORCH),.venv)
 BIN    := $(VENV)/bin
 # Three workers on CI's two cores: each spends about a fifth of its time waiting (for a notebook kernel, a
 # compiler, a fresh Python), and a third keeps both cores busy (warm run: 98 s with -n 2, 91 s with -n 3).
@@ -14,7 +18,8 @@ PYTEST_ARGS ?= -n 3 --dist loadfile
 # The environment is rebuilt when environment.yml changes. Its pip: list is the requirements file.
 $(VENV)/.installed: environment.yml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	awk '/^ *- pip:/ {in_pip=1; next} in_pip && /^ *- / {sub(/^ *- /, ""); print}' environment.yml > $(VENV)/requirements.txt
+	awk -v torch="$(TORCH)" '/^ *- pip:/ {in_pip=1; next} in_pip && /^ *- / {sub(/^ *- /, ""); \
+		if (torch != "" && $$1 ~ /^torch==/) $$1 = "torch==" torch; print}' environment.yml > $(VENV)/requirements.txt
 	# pip byte-compiles on one core (~30 s of the install); compileall does it on all of them. Files it
 	# cannot compile (Python 2 test data inside some packages) are skipped by pip too, hence the `|| true`.
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r $(VENV)/requirements.txt

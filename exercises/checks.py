@@ -397,7 +397,10 @@ def load_before_aoti(path: Path) -> Result:
         io = torch.load({str(io)!r})
         print("same as eager:", torch.allclose(answer.run({str(model_pt2)!r}, io["x"]), io["expected"], atol=1e-6))
     """, site, check=False)
-    last = printed.strip().splitlines()[-1] if printed.strip() else "(nothing printed)"
+    # The verdict, or the error that ended the fresh Python: not the log lines torch may print on the way (a CUDA
+    # build of torch on a machine without a GPU logs "No CUDA runtime is found" when cpp_extension is imported).
+    lines = [line for line in printed.splitlines() if line.startswith("same as eager:") or "Error" in line]
+    last = lines[-1] if lines else "(nothing printed)"
     if last == "same as eager: True":
         return Result(True, last)
     return Result(False, f"in the fresh Python: {last}\nThe package calls workbook operators by name; the process must "

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import re
 import fcntl
@@ -39,16 +40,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-import torch.utils.cpp_extension
 
 from . import progress
+
+# torch.utils.cpp_extension looks for a CUDA toolkit when it is imported. With a CUDA build of torch (what pip installs
+# on Linux) on a machine with nvcc but no GPU, it logs "No CUDA runtime is found, using CUDA_HOME=...": true, and
+# nothing to act on for the CPU layers (the CUDA layer needs a GPU, and says so). Kept out of every lesson's output.
+_cpp_extension_log = logging.getLogger("torch.utils.cpp_extension")
+_cpp_extension_log.setLevel(logging.ERROR)
+import torch.utils.cpp_extension  # noqa: E402
+
+_cpp_extension_log.setLevel(logging.NOTSET)  # its later warnings (a compiler mismatch, ...) are shown
 
 REPO = Path(__file__).resolve().parent.parent
 CSRC = REPO / "csrc"
 BUILD_DIR = Path(os.environ.get("WORKBOOK_BUILD_DIR", REPO / "build")) / "extensions"
 # torch.compile's compiled code (lesson 06) is cached beside the extensions rather than in /tmp, so
 # that a second run of a notebook or of the tests finds it, and `make clean` removes it. (Inductor's
-# precompiled header, ~150 MB, still goes to /tmp/torchinductor_<user>: torch 2.13 places it there
+# precompiled header, ~150 MB, still goes to /tmp/torchinductor_<user>: torch 2.13 and 2.14 place it there
 # without reading this variable.)
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(BUILD_DIR.parent / "inductor"))
 
@@ -79,6 +88,15 @@ LAYERS: dict[str, list[str]] = {
     "autocast_no_guard": ["pitfalls/autocast_no_guard.cpp"],
 }
 
+
+
+def why_no_cuda() -> str | None:
+    """Why the CUDA layer cannot run in this process, or None where it can."""
+    if torch.cuda.is_available():
+        return None
+    if torch.version.cuda is None:
+        return f"torch {torch.__version__} is a CPU-only build"
+    return f"torch {torch.__version__} is a CUDA build, but this machine has no GPU"
 
 
 @dataclass(frozen=True)

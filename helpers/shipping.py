@@ -167,7 +167,10 @@ def build_runner() -> Path:
             include, lib = TORCH_DIR / "include", TORCH_DIR / "lib"
             command = [os.environ.get("CXX", "c++"), "-std=c++20", "-O1", str(source),
                        f"-I{include}", f"-I{include / 'torch/csrc/api/include'}", f"-L{lib}", f"-Wl,-rpath,{lib}",
-                       "-ltorch", "-ltorch_cpu", "-lc10", "-o", str(program)]
+                       # libtorch.so itself, though the runner calls nothing in it: the model's compiled library
+                       # inside the .pt2 needs it, and is dlopen'ed from a temporary folder whose search path does
+                       # not include torch/lib. Linked --no-as-needed, it is already in the process by then.
+                       "-Wl,--no-as-needed", "-ltorch", "-ltorch_cpu", "-lc10", "-o", str(program)]
             with progress.Line("C++ runner (csrc/aoti/runner.cpp)"):
                 _run(command, "compiling the runner")
         return program

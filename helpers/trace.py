@@ -146,11 +146,17 @@ class Entry:
 
     @property
     def where(self) -> str:
-        """Where it was registered, short: csrc/cpu.cpp:123 (under OURS, from its folder's name) or a file name."""
+        """Where it was registered, short: csrc/cpu.cpp:123 (under OURS, from its folder's name), python_ops.py:93
+        (another file of this machine), or, for torch's own registrations, the file alone (VariableType_2.cpp): the file
+        says what registered the kernel, and torch's line numbers move with every release."""
         path, _, line = self.registered_at.rpartition(":")
+        if not path:
+            return self.registered_at
         if OURS is not None and self.ours:
             return f"{OURS.name}/{os.path.relpath(path, OURS)}:{line}"
-        return f"{os.path.basename(path)}:{line}" if path else self.registered_at
+        if os.path.isabs(path) and os.path.exists(path) and not path.startswith(_TORCH_PACKAGE):
+            return f"{os.path.basename(path)}:{line}"
+        return os.path.basename(path)
 
 
 def op_name(op) -> str:

@@ -12,6 +12,9 @@ matplotlib.use("Agg")
 
 from helpers import build
 
+# (major, minor) of the torch under test: a few behaviours differ within the supported range (README).
+TORCH = tuple(int(part) for part in torch.__version__.split(".")[:2])
+
 
 @pytest.fixture(scope="session")
 def workbook():

@@ -4,11 +4,13 @@ import ctypes
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 
+from conftest import TORCH
 from helpers import build
 
 TINY_SOURCE = """#include "tiny.h"
@@ -209,3 +211,18 @@ def test_no_precompiled_header_for_the_stable_abi_layer_or_openmp_layers():
     stable = build.layer_sources("stable")
     assert build.precompiled_header(stable, tools.flags(stable)[0]) == []  # it must not see torch/library.h
     assert build.precompiled_header(build.layer_sources("cpu"), [*tools.cflags, "-fopenmp"]) == []
+
+
+@pytest.mark.parametrize("standard", ["c++17", "c++20"])
+def test_torchs_headers_need_cpp20_from_torch_2_14(tmp_path, standard):
+    # README "Build flags": cpp_extension passes -std=c++20 itself; an extra -std=c++17 (older tutorials) fails from 2.14.
+    source = tmp_path / "uses_torch.cpp"
+    source.write_text("#include <c10/util/intrusive_ptr.h>\n")
+    include = torch.utils.cpp_extension.include_paths()[0]
+    done = subprocess.run([os.environ.get("CXX", "c++"), f"-std={standard}", "-fsyntax-only", f"-I{include}", str(source)],
+                          capture_output=True, text=True)
+    needs_cpp20 = TORCH >= (2, 14)
+    if standard == "c++17" and needs_cpp20:
+        assert done.returncode != 0 and "strong_ordering" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr[-1000:]

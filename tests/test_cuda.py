@@ -56,7 +56,7 @@ def test_every_cu_file_compiles_with_nvcc(source, tmp_path, compile_once):
 
 # ---- runtime: needs a GPU ------------------------------------------------------------------
 
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: CUDA kernels not run")
+needs_cuda = pytest.mark.skipif(build.why_no_cuda() is not None, reason=f"CUDA kernels not run: {build.why_no_cuda()}")
 
 ADD_DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloat16, torch.float16]
 

@@ -7,10 +7,12 @@ against eager in a fresh Python, and the error without the operators' library.""
 
 import re
 import subprocess
+import warnings
 
 import pytest
 import torch
 
+from conftest import TORCH
 from helpers import build, shipping, trace
 
 
@@ -110,3 +112,13 @@ def test_jit_trace_records_the_op_and_reaches_it_through_the_tracer_key(workbook
     assert traces[0].agrees
     a, b = torch.randn(3), torch.randn(3)
     assert torch.equal(traced(a, b), (a + b) * 2)
+
+
+def test_jit_trace_deprecation_is_a_future_warning_from_torch_2_14():
+    # Lesson 08: FutureWarning (shown by default everywhere) from 2.14; DeprecationWarning (hidden outside __main__) before.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.jit.trace(lambda a: a * 2, (torch.ones(2),))
+    categories = {warning.category for warning in caught if "torch.jit.trace` is deprecated" in str(warning.message)}
+    new = TORCH >= (2, 14)
+    assert categories == {FutureWarning if new else DeprecationWarning}

@@ -96,6 +96,21 @@ def test_dispatch_table_marks_our_kernels_and_fallthroughs(workbook):
     assert "CUDA" not in table
 
 
+def test_torchs_own_registrations_show_their_file_without_a_line(workbook):
+    # torch's line numbers move with every release; stored outputs must survive one (README: supported range).
+    assert trace.dispatch_table(torch.ops.aten.add.Tensor)["AutogradCPU"].where.startswith("VariableType_")
+    assert ":" not in trace.dispatch_table(torch.ops.aten.add.Tensor)["AutogradCPU"].where
+
+
+def test_the_cuda_column_depends_on_the_torch_build_not_on_a_gpu():
+    # Lesson 00: a CUDA build of torch registers its CUDA kernels with or without a GPU; the CPU-only build has none.
+    entry = trace.dispatch_table(torch.ops.aten.add.Tensor)["CUDA"]
+    if torch.version.cuda:
+        assert (entry.kind, entry.where) == ("kernel", "RegisterCUDA_0.cpp")
+    else:
+        assert entry.kind == "default backend kernel"
+
+
 def test_op_name_forms(workbook):
     assert trace.op_name(workbook.add) == trace.op_name(workbook.add.default) == "workbook::add"
     assert trace.op_name(torch.ops.aten.add.Tensor) == "aten::add.Tensor"

@@ -18,9 +18,11 @@ int main(int argc, char** argv) {
     std::cerr << "usage: " << argv[0] << " MODEL.pt2 [OPS_LIBRARY.so ...] < input.txt\n";
     return 2;
   }
-  // RTLD_GLOBAL as torch.ops.load_library does; loading runs the library's TORCH_LIBRARY registrations.
+  // Loading runs the library's TORCH_LIBRARY registrations, as torch.ops.load_library does from Python (there with
+  // ctypes.CDLL: RTLD_LOCAL on Linux). The operators are found through the dispatcher, not by symbol, so the
+  // library's symbols need not be global: RTLD_LOCAL works here too.
   for (int i = 2; i < argc; ++i) {
-    if (dlopen(argv[i], RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+    if (dlopen(argv[i], RTLD_NOW | RTLD_LOCAL) == nullptr) {
       std::cerr << dlerror() << "\n";
       return 1;
     }

@@ -14,22 +14,25 @@
 namespace workbook {
 namespace {
 
-void add_(c10::DispatchKeySet ks, at::Tensor& self, const at::Tensor& other) {
-  trace::Scope scope("add_", ks, self, other);
+at::Tensor& add_(c10::DispatchKeySet ks, at::Tensor& x, const at::Tensor& other) {
+  trace::Scope scope("add_", ks, x, other);
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("workbook::add_", "")
-                             .typed<void(at::Tensor&, const at::Tensor&)>();
-  op.redispatch(ks & c10::after_ADInplaceOrView_keyset, self, other);
-  self.unsafeGetTensorImpl()->bump_version();
+                             .typed<at::Tensor&(at::Tensor&, const at::Tensor&)>();
+  // Hand the call to the keys below this one (the backend kernel does the write), then bump.
+  op.redispatch(ks & c10::after_ADInplaceOrView_keyset, x, other);
+  x.unsafeGetTensorImpl()->bump_version();
+  return x;
 }
 
-void add_out(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  trace::Scope scope("add_out", ks, self, other, out);
+at::Tensor& add_out(c10::DispatchKeySet ks, const at::Tensor& x, const at::Tensor& other, at::Tensor& out) {
+  trace::Scope scope("add_out", ks, x, other, out);
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("workbook::add_out", "")
-                             .typed<void(const at::Tensor&, const at::Tensor&, at::Tensor&)>();
-  op.redispatch(ks & c10::after_ADInplaceOrView_keyset, self, other, out);
+                             .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>();
+  op.redispatch(ks & c10::after_ADInplaceOrView_keyset, x, other, out);
   out.unsafeGetTensorImpl()->bump_version();
+  return out;
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ inline void check_dtype(const char* op, const char* arg, const at::Tensor& t, st
 }
 
 inline void check_dim(const char* op, const char* arg, const at::Tensor& t, int64_t dim) {
-  TORCH_CHECK(t.dim() == dim, op, ": `", arg, "` must be ", dim, "-D, got ", t.dim(), "-D with shape ", t.sizes());
+  TORCH_CHECK(t.dim() == dim, op, ": `", arg, "` must be ", dim, "-D, got ", t.dim(), "-D with shape ", t.sym_sizes());
 }
 
 inline void check_same_dtype(const char* op, const char* arg, const at::Tensor& t, const char* ref_arg, const at::Tensor& ref) {
@@ -37,9 +37,11 @@ inline void check_same_dtype(const char* op, const char* arg, const at::Tensor& 
               "` has dtype ", ref.scalar_type(), "; they must match");
 }
 
+// Sizes are compared as SymInts: under torch.compile(dynamic=True) a Meta kernel sees symbolic sizes (s0, s1, ...),
+// where sizes() would throw. Comparing two symbols records a guard (the compiled code is valid while they are equal).
 inline void check_same_shape(const char* op, const char* arg, const at::Tensor& t, const char* ref_arg, const at::Tensor& ref) {
-  TORCH_CHECK(t.sizes() == ref.sizes(), op, ": `", arg, "` has shape ", t.sizes(), " but `", ref_arg, "` has shape ",
-              ref.sizes(), "; they must match (no broadcasting)");
+  TORCH_CHECK(t.sym_sizes() == ref.sym_sizes(), op, ": `", arg, "` has shape ", t.sym_sizes(), " but `", ref_arg,
+              "` has shape ", ref.sym_sizes(), "; they must match (no broadcasting)");
 }
 
 }  // namespace workbook
@@ -49,13 +51,14 @@ inline void check_same_shape(const char* op, const char* arg, const at::Tensor& 
 // (check_device), then calls these for everything else.
 namespace workbook {
 
-inline void check_add_inputs(const char* op, const at::Tensor& self, const at::Tensor& other) {
-  check_strided(op, "self", self);
+// add's, add_'s and add_out's inputs: `first` is named `self` in add's schema, `x` in the mutable ones'.
+inline void check_add_inputs(const char* op, const char* first_arg, const at::Tensor& first, const at::Tensor& other) {
+  check_strided(op, first_arg, first);
   check_strided(op, "other", other);
   // bfloat16 and float16: the dtypes autocast casts to (lesson 05).
-  check_dtype(op, "self", self, {at::kFloat, at::kDouble, at::kInt, at::kLong, at::kBFloat16, at::kHalf});
-  check_same_dtype(op, "other", other, "self", self);
-  check_same_shape(op, "other", other, "self", self);
+  check_dtype(op, first_arg, first, {at::kFloat, at::kDouble, at::kInt, at::kLong, at::kBFloat16, at::kHalf});
+  check_same_dtype(op, "other", other, first_arg, first);
+  check_same_shape(op, "other", other, first_arg, first);
 }
 
 // A tensor the op writes into must be contiguous: the kernel writes straight into its memory.
@@ -63,10 +66,10 @@ inline void check_writable(const char* op, const char* arg, const at::Tensor& t)
   TORCH_CHECK(t.is_contiguous(), op, ": `", arg, "` is written in place and must be contiguous");
 }
 
-// add_out's `out`: same dtype and shape as `self`, and writable.
-inline void check_add_out(const char* op, const at::Tensor& out, const at::Tensor& self) {
-  check_same_dtype(op, "out", out, "self", self);
-  check_same_shape(op, "out", out, "self", self);
+// add_out's `out`: same dtype and shape as `x`, and writable.
+inline void check_add_out(const char* op, const at::Tensor& out, const at::Tensor& x) {
+  check_same_dtype(op, "out", out, "x", x);
+  check_same_shape(op, "out", out, "x", x);
   check_writable(op, "out", out);
 }
 
@@ -94,8 +97,8 @@ inline void check_matmul_inputs(const char* op, const at::Tensor& self, const at
   check_same_dtype(op, "other", other, "self", self);
   check_dim(op, "self", self, 2);
   check_dim(op, "other", other, 2);
-  TORCH_CHECK(self.size(1) == other.size(0), op, ": `self` is ", self.sizes(), " and `other` is ", other.sizes(),
-              "; self.size(1) must equal other.size(0)");
+  TORCH_CHECK(self.sym_size(1) == other.sym_size(0), op, ": `self` is ", self.sym_sizes(), " and `other` is ",
+              other.sym_sizes(), "; self.size(1) must equal other.size(0)");
 }
 
 }  // namespace workbook

@@ -6,11 +6,16 @@
 //
 // CompositeExplicitAutograd: the kernel fills every backend key (CPU, CUDA, Meta, ...) but no
 // Autograd key. It runs below autograd, so autograd sees `mean` itself and needs an Autograd
-// kernel for it (lesson 04); without one, torch's autograd fallback warns and gradients stop here.
-// `row` is here too: a view is metadata only (sizes, strides, offset), the same on every device,
-// so one kernel serves every backend.
+// kernel for it (csrc/autograd.cpp, lesson 04); without one, torch's autograd fallback warns and
+// gradients stop here.
+//
+// `row` returns a view, and is CompositeImplicitAutograd for that reason: built from aten::select, a
+// view operator that torch registers at every key, so autograd records select's view (its base, its
+// gradient) and torch.compile decomposes row into select before functionalization, which refuses
+// custom operators that return views (lesson 03 shows the alternative below autograd, and why not).
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/div.h>
+#include <ATen/ops/select.h>
 #include <torch/library.h>
 
 #include "checks.h"
@@ -34,27 +39,27 @@ at::Tensor mean(c10::DispatchKeySet ks, const at::Tensor& self) {
   return at::div(ops::sum(self), self.sym_numel());
 }
 
-// Row `index` of a matrix as a view: same storage, shifted offset, as the schema's Tensor(a) promises.
+// Row `index` of a matrix as a view: same storage, as the schema's Tensor(a) promises. Negative indices count
+// from the end, as in Python. The size is a SymInt (symbolic under torch.compile(dynamic=True)).
 at::Tensor row(c10::DispatchKeySet ks, const at::Tensor& self, int64_t index) {
   trace::Scope scope("row", ks, self);
   constexpr const char* op = "workbook::row";
   check_strided(op, "self", self);
   check_dim(op, "self", self, 2);
-  const int64_t rows = self.size(0);
-  TORCH_CHECK(-rows <= index && index < rows, op, ": `index` ", index, " is out of range for ", rows, " rows");
-  if (index < 0) index += rows;
-  return self.as_strided({self.size(1)}, {self.stride(1)}, self.storage_offset() + index * self.stride(0));
+  const c10::SymInt rows = self.sym_size(0);
+  TORCH_CHECK(-rows <= index && rows > index, op, ": `index` ", index, " is out of range for ", rows, " rows");
+  return self.select(0, index);
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(workbook, CompositeImplicitAutograd, m) {
   m.impl("affine", &affine);
+  m.impl("row", &row);
 }
 
 TORCH_LIBRARY_IMPL(workbook, CompositeExplicitAutograd, m) {
   m.impl("mean", &mean);
-  m.impl("row", &row);
 }
 
 }  // namespace workbook

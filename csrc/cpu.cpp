@@ -49,29 +49,31 @@ at::Tensor add(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor&
   trace::Scope scope("add", ks, self, other);
   check_device("workbook::add", "self", self, kCPU);
   check_device("workbook::add", "other", other, kCPU);
-  check_add_inputs("workbook::add", self, other);
+  check_add_inputs("workbook::add", "self", self, other);
   at::Tensor out = at::empty(self.sizes(), self.options());
   add_into(self.contiguous(), other.contiguous(), out);
   return out;
 }
 
-void add_(c10::DispatchKeySet ks, at::Tensor& self, const at::Tensor& other) {
-  trace::Scope scope("add_", ks, self, other);
-  check_device("workbook::add_", "self", self, kCPU);
+at::Tensor& add_(c10::DispatchKeySet ks, at::Tensor& x, const at::Tensor& other) {
+  trace::Scope scope("add_", ks, x, other);
+  check_device("workbook::add_", "x", x, kCPU);
   check_device("workbook::add_", "other", other, kCPU);
-  check_add_inputs("workbook::add_", self, other);
-  check_writable("workbook::add_", "self", self);
-  add_into(self, other.contiguous(), self);
+  check_add_inputs("workbook::add_", "x", x, other);
+  check_writable("workbook::add_", "x", x);
+  add_into(x, other.contiguous(), x);
+  return x;
 }
 
-void add_out(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  trace::Scope scope("add_out", ks, self, other, out);
-  check_device("workbook::add_out", "self", self, kCPU);
+at::Tensor& add_out(c10::DispatchKeySet ks, const at::Tensor& x, const at::Tensor& other, at::Tensor& out) {
+  trace::Scope scope("add_out", ks, x, other, out);
+  check_device("workbook::add_out", "x", x, kCPU);
   check_device("workbook::add_out", "other", other, kCPU);
   check_device("workbook::add_out", "out", out, kCPU);
-  check_add_inputs("workbook::add_out", self, other);
-  check_add_out("workbook::add_out", out, self);
-  add_into(self.contiguous(), other.contiguous(), out);
+  check_add_inputs("workbook::add_out", "x", x, other);
+  check_add_out("workbook::add_out", out, x);
+  add_into(x.contiguous(), other.contiguous(), out);
+  return out;
 }
 
 // How many vector accumulators the floating-point sum keeps. A single running total is a chain of dependent adds,

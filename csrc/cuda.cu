@@ -70,10 +70,10 @@ void check_same_device(const char* op, const char* arg, const at::Tensor& t, con
               ref.device(), "; they must be on the same device");
 }
 
-void check_add_devices(const char* op, const at::Tensor& self, const at::Tensor& other) {
-  check_device(op, "self", self, kCUDA);
+void check_add_devices(const char* op, const char* first_arg, const at::Tensor& first, const at::Tensor& other) {
+  check_device(op, first_arg, first, kCUDA);
   check_device(op, "other", other, kCUDA);
-  check_same_device(op, "other", other, "self", self);
+  check_same_device(op, "other", other, first_arg, first);
 }
 
 // Enough blocks to fill the GPU for a grid-stride loop, no more than the work needs.
@@ -107,33 +107,35 @@ void add_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
 
 at::Tensor add(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other) {
   trace::Scope scope("add", ks, self, other);
-  check_add_devices("workbook::add", self, other);
-  check_add_inputs("workbook::add", self, other);
+  check_add_devices("workbook::add", "self", self, other);
+  check_add_inputs("workbook::add", "self", self, other);
   const c10::cuda::CUDAGuard guard(self.device());
   at::Tensor out = at::empty(self.sizes(), self.options());
   add_into(self.contiguous(), other.contiguous(), out);
   return out;
 }
 
-void add_(c10::DispatchKeySet ks, at::Tensor& self, const at::Tensor& other) {
-  trace::Scope scope("add_", ks, self, other);
-  check_add_devices("workbook::add_", self, other);
-  check_add_inputs("workbook::add_", self, other);
-  check_writable("workbook::add_", "self", self);
-  const c10::cuda::CUDAGuard guard(self.device());
-  add_into(self, other.contiguous(), self);
+at::Tensor& add_(c10::DispatchKeySet ks, at::Tensor& x, const at::Tensor& other) {
+  trace::Scope scope("add_", ks, x, other);
+  check_add_devices("workbook::add_", "x", x, other);
+  check_add_inputs("workbook::add_", "x", x, other);
+  check_writable("workbook::add_", "x", x);
+  const c10::cuda::CUDAGuard guard(x.device());
+  add_into(x, other.contiguous(), x);
+  return x;
 }
 
-void add_out(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  trace::Scope scope("add_out", ks, self, other, out);
+at::Tensor& add_out(c10::DispatchKeySet ks, const at::Tensor& x, const at::Tensor& other, at::Tensor& out) {
+  trace::Scope scope("add_out", ks, x, other, out);
   constexpr const char* op = "workbook::add_out";
-  check_add_devices(op, self, other);
+  check_add_devices(op, "x", x, other);
   check_device(op, "out", out, kCUDA);
-  check_same_device(op, "out", out, "self", self);
-  check_add_inputs(op, self, other);
-  check_add_out(op, out, self);
-  const c10::cuda::CUDAGuard guard(self.device());
-  add_into(self.contiguous(), other.contiguous(), out);
+  check_same_device(op, "out", out, "x", x);
+  check_add_inputs(op, "x", x, other);
+  check_add_out(op, out, x);
+  const c10::cuda::CUDAGuard guard(x.device());
+  add_into(x.contiguous(), other.contiguous(), out);
+  return out;
 }
 
 // ---- sum ----------------------------------------------------------------------------------

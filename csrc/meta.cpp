@@ -2,6 +2,10 @@
 // no memory, so these kernels run the same argument checks as the CPU kernels and create empty
 // outputs of the right shape. torch.compile and torch.export trace operators with "fake" tensors
 // that use exactly these kernels, so an operator without them cannot be compiled or exported.
+//
+// Sizes are read as SymInts (sym_sizes(), sym_size(i)) and outputs made with at::empty_symint: under
+// torch.compile(dynamic=True) or an export with torch.export.Dim, a size is a symbol (s0) rather than a
+// number, and sizes() would throw. On a tensor with concrete sizes the SymInts are plain numbers.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
@@ -18,25 +22,28 @@ at::Tensor add(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor&
   trace::Scope scope("add", ks, self, other);
   check_device("workbook::add", "self", self, kMeta);
   check_device("workbook::add", "other", other, kMeta);
-  check_add_inputs("workbook::add", self, other);
-  return at::empty(self.sizes(), self.options());
+  check_add_inputs("workbook::add", "self", self, other);
+  return at::empty_symint(self.sym_sizes(), self.options());
 }
 
-void add_(c10::DispatchKeySet ks, at::Tensor& self, const at::Tensor& other) {
-  trace::Scope scope("add_", ks, self, other);
-  check_device("workbook::add_", "self", self, kMeta);
+// The in-place and out= kernels write nothing (there is no data): they check, and return what they would write.
+at::Tensor& add_(c10::DispatchKeySet ks, at::Tensor& x, const at::Tensor& other) {
+  trace::Scope scope("add_", ks, x, other);
+  check_device("workbook::add_", "x", x, kMeta);
   check_device("workbook::add_", "other", other, kMeta);
-  check_add_inputs("workbook::add_", self, other);
-  check_writable("workbook::add_", "self", self);
+  check_add_inputs("workbook::add_", "x", x, other);
+  check_writable("workbook::add_", "x", x);
+  return x;
 }
 
-void add_out(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  trace::Scope scope("add_out", ks, self, other, out);
-  check_device("workbook::add_out", "self", self, kMeta);
+at::Tensor& add_out(c10::DispatchKeySet ks, const at::Tensor& x, const at::Tensor& other, at::Tensor& out) {
+  trace::Scope scope("add_out", ks, x, other, out);
+  check_device("workbook::add_out", "x", x, kMeta);
   check_device("workbook::add_out", "other", other, kMeta);
   check_device("workbook::add_out", "out", out, kMeta);
-  check_add_inputs("workbook::add_out", self, other);
-  check_add_out("workbook::add_out", out, self);
+  check_add_inputs("workbook::add_out", "x", x, other);
+  check_add_out("workbook::add_out", out, x);
+  return out;
 }
 
 at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
@@ -58,7 +65,7 @@ at::Tensor matmul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tens
   check_device("workbook::matmul", "self", self, kMeta);
   check_device("workbook::matmul", "other", other, kMeta);
   check_matmul_inputs("workbook::matmul", self, other);
-  return at::empty({self.size(0), other.size(1)}, self.options());
+  return at::empty_symint({self.sym_size(0), other.sym_size(1)}, self.options());
 }
 
 }  // namespace

@@ -18,6 +18,13 @@ inline at::Tensor add(const at::Tensor& self, const at::Tensor& other) {
   return op.call(self, other);
 }
 
+inline at::Tensor& add_(at::Tensor& x, const at::Tensor& other) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("workbook::add_", "")
+                             .typed<at::Tensor&(at::Tensor&, const at::Tensor&)>();
+  return op.call(x, other);
+}
+
 inline at::Tensor matmul(const at::Tensor& self, const at::Tensor& other) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("workbook::matmul", "")
@@ -30,6 +37,13 @@ inline at::Tensor sum(const at::Tensor& self, std::optional<c10::ScalarType> dty
                              .findSchemaOrThrow("workbook::sum", "")
                              .typed<at::Tensor(const at::Tensor&, std::optional<c10::ScalarType>)>();
   return op.call(self, dtype);
+}
+
+inline at::Tensor mean(const at::Tensor& self) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("workbook::mean", "")
+                             .typed<at::Tensor(const at::Tensor&)>();
+  return op.call(self);
 }
 
 }  // namespace workbook::ops

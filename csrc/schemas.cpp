@@ -8,12 +8,17 @@ TORCH_LIBRARY(workbook, m) {
   // Elementwise sum of two tensors of the same shape and dtype (seed 002's myadd).
   m.def("add(Tensor self, Tensor other) -> Tensor");
 
-  // In-place: adds `other` into `self`. `Tensor(a!)` declares that `self` is written to.
-  // Mutated tensors are not returned (a custom op may not return an alias of a mutated input).
-  m.def("add_(Tensor(a!) self, Tensor other) -> ()");
+  // In-place: adds `other` into `x` and returns `x`, as aten's add_ does. `Tensor(a!)` on the argument says `x` is
+  // written; on the return, that the result *is* `x`. A custom op may return a mutated input only when a tag says
+  // which kind of mutation it is (torch >= 2.13): Tag::inplace, the first argument, mutated and returned. Without the
+  // tag, torch.compile cannot turn the call into a functional one and refuses it (lesson 03). The first argument is
+  // `x`, not `self`: mutable ops are compiled through auto_functionalized, which takes arguments by name and warns
+  // that `self` is ambiguous there.
+  m.def("add_(Tensor(a!) x, Tensor other) -> Tensor(a!)", {at::Tag::inplace});
 
-  // out= form: writes the sum into a caller-provided tensor.
-  m.def("add_out(Tensor self, Tensor other, *, Tensor(a!) out) -> ()");
+  // out= form: writes the sum into a caller-provided tensor and returns it. Tag::out: the mutated arguments are
+  // keyword-only and returned, in order. Like aten's out= overloads, it refuses inputs that require grad.
+  m.def("add_out(Tensor x, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", {at::Tag::out});
 
   // Sum of all elements as a 0-dim tensor (seed 000's all_reduce). Like torch.sum, integer
   // inputs accumulate into int64 unless `dtype` says otherwise. `*` makes dtype keyword-only;
@@ -28,7 +33,8 @@ TORCH_LIBRARY(workbook, m) {
   m.def("matmul(Tensor self, Tensor other) -> Tensor");
 
   // A view: row `index` of a matrix. `Tensor(a) self -> Tensor(a)` promises that the output
-  // shares storage with `self` (it aliases it) and that nothing is written.
+  // shares storage with `self` (it aliases it) and that nothing is written. Its kernel is
+  // CompositeImplicitAutograd, built from aten's select (csrc/composite.cpp, lesson 03).
   m.def("row(Tensor(a) self, int index) -> Tensor(a)");
 
   // Two operators built from the others (csrc/composite.cpp), to compare the composite keys:

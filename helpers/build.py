@@ -81,6 +81,10 @@ LAYERS: dict[str, list[str]] = {
     "fragment": ["pitfalls/fragment.cpp"],
     # Lesson 02's pitfall: m.def(schema, fn) registers fn for every key.
     "catch_all": ["pitfalls/catch_all.cpp"],
+    # Lesson 03: torch's autograd fallback, a fallthrough and autogradNotImplementedFallback side by side; a view
+    # operator registered below autograd.
+    "autograd_fallbacks": ["pitfalls/autograd_fallbacks.cpp"],
+    "view_below_autograd": ["pitfalls/view_below_autograd.cpp"],
     # Lesson 04's pitfalls: a wrong backward formula, and a deprecated guard.
     "wrong_backward": ["pitfalls/wrong_backward.cpp"],
     "deprecated_guard": ["pitfalls/deprecated_guard.cpp"],

@@ -92,12 +92,20 @@ def ladder(t: tr.Trace, ax=None, title: str | None = None):
     ax.set_yticks([])
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
+    # What the title can vouch for: only our kernels record themselves, so torch's (its autograd fallback, ...)
+    # are predicted and run, but never appear in the right column.
+    ours = tr.path(t.predicted, ours_only=True)
+    torchs = [key for key in t.predicted_path if key not in ours]
     if t.error:
         verdict = "error: " + type(t.error).__name__
-    elif not t.recorded and not tr.path(t.predicted, ours_only=True):
+    elif not ours and not t.own_events:
         verdict = "torch's kernels only: predicted, not recorded"
+    elif not t.own_events:
+        verdict = "none of this operator's kernels recorded itself"
+    elif t.agrees:
+        verdict = "recorded = predicted" + (f"; torch's {', '.join(torchs)}: not recordable" if torchs else "")
     else:
-        verdict = "recorded = predicted" if t.agrees else "recorded != predicted"
+        verdict = "recorded != predicted"
     ax.set_title(f"{title or t.op}\n({verdict})", fontsize=9)
     return ax.figure
 
@@ -149,3 +157,29 @@ def table_map(ops, keys: list[str] | None = None, title: str = "computed dispatc
     _legend(fig, [c for c in COLORS if c in used])
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
+
+
+# How table_text names each category: short, so a row fits a line.
+SHORT = {"workbook kernel": "ours", "torch kernel": "torch", "composite kernel": "composite", "fallback": "fallback",
+         "fallthrough": "fallthrough", "missing": "-"}
+
+
+def table_text(ops, keys: list[str] | None = None) -> str:
+    """table_map as text: one row per operator, one column per key. For printing a table as it fills in, step by
+    step, where a figure per step would repeat itself."""
+    keys = keys or DEFAULT_KEYS
+    names = [tr.op_name(op) for op in ops]
+    width = max(len(key) for key in keys) + 2
+    rows = [" " * (max(map(len, names)) + 2) + "".join(f"{key:<{width}}" for key in keys)]
+    for name in names:
+        table = tr.dispatch_table(name)
+        rows.append(f"{name:<{max(map(len, names)) + 2}}" + "".join(f"{_short(table.get(key)):<{width}}" for key in keys))
+    return "\n".join(row.rstrip() for row in rows)
+
+
+def _short(entry: tr.Entry | None) -> str:
+    label = SHORT[_entry_category(entry)]
+    if label == "ours" and entry.kind in ("math kernel", "default backend kernel"):
+        # One registration at a composite alias key fills this key: implicit (CompositeImplicitAutograd) or explicit.
+        return "ours:implicit" if entry.kind == "math kernel" else "ours:explicit"
+    return label

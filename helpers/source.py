@@ -5,18 +5,25 @@ from IPython.display import Code
 
 from .build import CSRC, REPO
 
-def show(name: str, block: str | None = None) -> Code:
+def show(name: str, block: str | None = None, stop: str | None = None) -> Code:
     """The file csrc/<name>, or one block of it: from the first line that starts with `block`
-    (indentation aside) to the end of that block (the next line that is a lone `}` or `};`)."""
+    (indentation aside; with the `template <...>` line above it, if any) to the end of that block (the next line that is a lone `}` or `};`), or, with
+    `stop`, up to the next line that starts with `stop` (indentation aside), that line excluded."""
     lines = (CSRC / name).read_text().splitlines()
     if block is not None:
         starts = [i for i, line in enumerate(lines) if line.lstrip().startswith(block)]
         if not starts:
             raise ValueError(f"no line of csrc/{name} starts with {block!r}")
-        start = starts[0]
-        end = start
-        while lines[end].rstrip() not in ("}", "};"):
-            end += 1
+        start = end = starts[0]
+        while start > 0 and lines[start - 1].lstrip().startswith("template <"):
+            start -= 1  # a template's parameters belong to it: the block is pasteable as shown
+        if stop is None:
+            while lines[end].rstrip() not in ("}", "};"):
+                end += 1
+        else:
+            end = next(i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith(stop)) - 1
+            while not lines[end].strip():
+                end -= 1
         lines = lines[start : end + 1]
     return Code("\n".join(lines), language="cpp")
 

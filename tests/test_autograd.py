@@ -1,5 +1,8 @@
-"""csrc/autograd.cpp: the C++ autograd Functions, checked by gradcheck and gradgradcheck
-(opcheck, with and without requires_grad: test_composition.py)."""
+"""csrc/autograd.cpp (and row's composite kernel): gradients of every differentiable input of every operator,
+checked by gradcheck and gradgradcheck in float64 with warnings as errors, so no gradient may come from torch's
+deprecated autograd fallback; in-place and out= semantics under autograd."""
+
+import warnings
 
 import pytest
 import torch
@@ -14,19 +17,34 @@ def inputs(name, seed=0):
     def make(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64, requires_grad=True)
 
-    return {"add": (make(3, 4), make(3, 4)), "matmul": (make(3, 5), make(5, 2)),
-            "affine": (make(3, 5), make(5, 2), make(3, 2))}[name]
+    return {"add": (make(3, 4), make(3, 4)), "add_": (make(3, 4), make(3, 4)), "matmul": (make(3, 5), make(5, 2)),
+            "affine": (make(3, 5), make(5, 2), make(3, 2)), "sum": (make(3, 4),), "mean": (make(3, 4),),
+            "row": (make(4, 3),)}[name]
 
 
-@pytest.mark.parametrize("name", ["add", "matmul", "affine"])
-def test_gradcheck_and_gradgradcheck(workbook, name):
-    # affine has no autograd code of its own: CompositeImplicitAutograd derives it from add and matmul.
-    op = getattr(workbook, name)
-    assert gradcheck(op, inputs(name))
-    assert gradgradcheck(op, inputs(name))
+def function_of_inputs(workbook, name):
+    """The operator as a function of its differentiable inputs only (add_ writes into a copy: its first input is a
+    leaf that requires grad, which autograd refuses to modify in place)."""
+    return {"add_": lambda x, other: workbook.add_(x.clone(), other),
+            "row": lambda m: workbook.row(m, -2)}.get(name, getattr(workbook, name))
 
 
-@pytest.mark.parametrize("name", ["add", "matmul"])
+@pytest.fixture(autouse=True)
+def warnings_are_errors():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+@pytest.mark.parametrize("name", ["add", "add_", "matmul", "affine", "sum", "mean", "row"])
+def test_gradcheck_and_gradgradcheck_on_every_differentiable_input(workbook, name):
+    # affine and row have no autograd code of their own: CompositeImplicitAutograd derives it from what they call.
+    function = function_of_inputs(workbook, name)
+    assert gradcheck(function, inputs(name))
+    assert gradgradcheck(function, inputs(name))
+
+
+@pytest.mark.parametrize("name", ["add", "matmul", "sum", "mean"])
 def test_one_graph_node_named_after_the_function(workbook, name):
     out = getattr(workbook, name)(*inputs(name))
     assert out.grad_fn.name() == f"torch::autograd::CppNode<workbook::(anonymous namespace)::{name.capitalize()}>"
@@ -34,14 +52,73 @@ def test_one_graph_node_named_after_the_function(workbook, name):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("name, reference", [("add", torch.add), ("matmul", torch.matmul),
-                                             ("affine", lambda x, w, b: x @ w + b)])
+                                             ("affine", lambda x, w, b: x @ w + b), ("sum", torch.sum),
+                                             ("mean", torch.mean), ("add_", lambda x, other: x.clone().add_(other))])
 def test_gradients_match_torch(workbook, name, reference, dtype):
     # gradcheck needs float64; in float32, compare with the gradients of torch's own operators.
     args = [t.detach().to(dtype).requires_grad_() for t in inputs(name)]
-    grad_output = torch.randn(getattr(workbook, name)(*args).shape, dtype=dtype)
-    ours = torch.autograd.grad(getattr(workbook, name)(*args), args, grad_output)
+    function = function_of_inputs(workbook, name)
+    grad_output = torch.randn(function(*args).shape, dtype=dtype)
+    ours = torch.autograd.grad(function(*args), args, grad_output)
     expected = torch.autograd.grad(reference(*args), args, grad_output)
     torch.testing.assert_close(ours, expected)
+
+
+def test_sum_with_a_dtype_gives_the_gradient_in_the_inputs_dtype(workbook):
+    x = torch.randn(5, requires_grad=True)
+    workbook.sum(x, dtype=torch.float64).backward()
+    assert x.grad.dtype == torch.float32 and torch.equal(x.grad, torch.ones(5))
+
+
+def test_in_place_add_gives_both_inputs_their_gradients_and_returns_its_input(workbook):
+    x, other = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    y = x.clone()
+    assert workbook.add_(y, other) is y
+    assert y._version == 1 and "AddInPlace" in y.grad_fn.name()
+    (y * y).sum().backward()
+    torch.testing.assert_close(x.grad, 2 * (x + other).detach())
+    torch.testing.assert_close(other.grad, 2 * (x + other).detach())
+
+
+def test_in_place_add_on_a_view_reaches_the_base(workbook):
+    base = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    other = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    copy = base.clone()
+    workbook.add_(copy[0], other)
+    (copy * 3).sum().backward()
+    assert torch.equal(base.grad, torch.full((2, 3), 3.0, dtype=torch.float64))
+    assert torch.equal(other.grad, torch.full((3,), 3.0, dtype=torch.float64))
+
+
+def test_in_place_add_on_a_leaf_that_requires_grad_is_refused(workbook):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        workbook.add_(torch.ones(3, requires_grad=True), torch.ones(3))
+
+
+def test_in_place_add_with_nothing_to_record_still_bumps_the_version(workbook):
+    x = torch.zeros(3)
+    workbook.add_(x, torch.ones(3, requires_grad=True).detach())
+    assert x._version == 1 and x.grad_fn is None
+
+
+@pytest.mark.parametrize("which", ["x", "other", "out"])
+def test_out_variant_refuses_an_argument_that_requires_grad_as_aten_does(workbook, which):
+    args = {"x": torch.ones(3), "other": torch.ones(3), "out": torch.empty(3)}
+    args[which].requires_grad_()
+    with pytest.raises(RuntimeError, match=r"workbook::add_out\(\): functions with out=\.\.\. arguments don't support "
+                                           "automatic differentiation"):
+        workbook.add_out(args["x"], args["other"], out=args["out"])
+    with torch.no_grad():
+        assert workbook.add_out(args["x"], args["other"], out=args["out"]) is args["out"]
+
+
+def test_row_is_a_view_that_shares_storage_and_carries_gradients(workbook):
+    m = torch.randn(4, 3, requires_grad=True)
+    r = workbook.row(m, 1)
+    assert r._is_view() and r._base is m and r.grad_fn.name() == "SelectBackward0"
+    assert r.untyped_storage().data_ptr() == m.untyped_storage().data_ptr()
+    r.sum().backward()
+    assert torch.equal(m.grad, torch.tensor([[0.0] * 3, [1.0] * 3, [0.0] * 3, [0.0] * 3]))
 
 
 def test_forward_skips_ad_inplace_or_view_and_backward_calls_our_kernels(workbook):

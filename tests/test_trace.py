@@ -33,10 +33,10 @@ def test_predicted_path_matches_recorded_path(workbook, op_name, kind, context):
     with CONTEXTS[context]():
         t = trace.call(getattr(workbook, op_name), *args)
     assert t.error is None
-    # add and matmul have Autograd kernels (csrc/autograd.cpp); inference_mode excludes that key.
-    # They also have AutocastCPU kernels (csrc/autocast.cpp), which only an autocast region turns on.
+    # All three have Autograd kernels (csrc/autograd.cpp); inference_mode excludes that key.
+    # add and matmul also have AutocastCPU kernels (csrc/autocast.cpp), which only an autocast region turns on.
     through_autocast = op_name in ("add", "matmul") and context == "autocast"
-    through_autograd = op_name in ("add", "matmul") and context != "inference_mode"
+    through_autograd = context != "inference_mode"
     assert t.recorded_path == (["AutocastCPU"] if through_autocast else []) + (
         ["AutogradCPU"] if through_autograd else []) + ["CPU"]
     assert [e.depth for e in t.recorded] == list(range(len(t.recorded)))
@@ -133,10 +133,13 @@ def test_a_composite_ops_nested_calls_are_named_and_do_not_spoil_agrees(workbook
     with CONTEXTS[context]():
         t = trace.call(workbook.mean, x)  # mean's kernel (composite.cpp) calls workbook::sum
     assert t.error is None and t.agrees
-    assert [e.op for e in t.own_events] == ["mean"] and t.recorded_path == ["CPU"]
+    # mean's Autograd kernel (autograd.cpp) runs first, outside inference_mode; its CPU kernel calls sum below autograd.
+    own_path = ["CPU"] if context == "inference_mode" else ["AutogradCPU", "CPU"]
+    assert [e.op for e in t.own_events] == ["mean"] * len(own_path) and t.recorded_path == own_path
     assert [(e.op, e.key) for e in t.nested] == [("sum", "CPU")]
-    assert t.nested[0].depth > t.own_events[0].depth  # called from inside mean's kernel
-    assert "recorded:  CPU(Float) -> sum@CPU(Float)" in repr(t) and "nested:    sum" in repr(t)
+    assert t.nested[0].depth > t.own_events[-1].depth  # called from inside mean's CPU kernel
+    recorded = " -> ".join([f"{key}(Float)" for key in own_path] + ["sum@CPU(Float)"])
+    assert f"recorded:  {recorded}" in repr(t) and "nested:    sum" in repr(t)
 
 
 def test_ours_without_a_named_folder_means_registered_outside_torch(workbook, monkeypatch):

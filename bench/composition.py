@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from bench.kernels import seconds
+from bench.timing import seconds
 from helpers import build, python_ops
 
 LAYERS = ("schemas", "cpu", "meta", "autograd")

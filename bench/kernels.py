@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-import time
 
 import torch
 
+from bench.timing import seconds
 from helpers import build
 
 SUM_SIZES = [1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 24]
@@ -33,23 +33,6 @@ GOALS = [
     ("matmul", torch.float32, 1024, 0.6),
     ("matmul", torch.float64, 1024, 0.6),
 ]
-
-
-def seconds(fn, *args, min_sample_time: float = 0.05, samples: int = 7) -> float:
-    """Median seconds per call: warm up, then time `samples` batches of at least min_sample_time."""
-    for _ in range(3):
-        fn(*args)
-    start, calls = time.perf_counter(), 0
-    while time.perf_counter() - start < min_sample_time:
-        fn(*args)
-        calls += 1
-    times = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn(*args)
-        times.append((time.perf_counter() - start) / calls)
-    return statistics.median(times)
 
 
 def sample(dtype: torch.dtype, shape) -> torch.Tensor:

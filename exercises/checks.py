@@ -381,11 +381,11 @@ def fake_for_stable(path: Path) -> Result:
 @exercise("08.load_before_aoti", "08_load_before_aoti.py")
 def load_before_aoti(path: Path) -> Result:
     site = shipping.install(shipping.build_wheel())
-    model = shipping.TinyModel().eval()
-    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(1))
+    build.load_all("schemas", "cpu", "meta", "composite")
+    model, program = shipping.exported_mlp()
+    model_pt2 = shipping.aoti_package(program)
+    x = torch.randn(5, 32, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        build.load_all("schemas", "cpu", "meta")
-        model_pt2 = shipping.aoti_package(torch.export.export(model, (x,)))
         expected = model(x)
     io = shipping.SHIPPING / "exercise_08_io.pt"
     torch.save({"x": x, "expected": expected}, io)

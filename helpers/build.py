@@ -72,6 +72,8 @@ LAYERS: dict[str, list[str]] = {
     "ad_inplace_or_view": ["ad_inplace_or_view.cpp"],
     # Autocast kernels: a layer of its own, as ATen/autocast_mode.h is a heavy header (lesson 05).
     "autocast": ["autocast.cpp"],
+    # The dispatcher timed from C++ (lesson 07, bench/dispatch_cost.py).
+    "dispatch_bench": ["bench/dispatch_cost.cpp"],
     # workbook_stable::add, on LibTorch's stable ABI (lesson 08).
     "stable": ["stable/add.cpp"],
     # CUDA kernels: building and loading this layer needs a CUDA build of torch and a GPU.

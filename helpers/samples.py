@@ -1,7 +1,8 @@
-"""Small sample inputs for every workbook operator: what lesson 06's opcheck table and
-tests/test_composition.py check each operator with.
+"""Small sample inputs for every workbook operator (what lesson 06's opcheck table, the installed wheel's check and
+the tests run each operator on), and the small model lessons 06 and 08 compile and export.
 
     for op_name, args, kwargs in samples.every_op(requires_grad=True): ...
+    model = samples.TinyMLP()
 """
 
 from __future__ import annotations
@@ -35,3 +36,20 @@ def every_op(requires_grad: bool = False, seed: int = 0) -> list[tuple[str, tupl
         return [case for case in cases if case[0] != "add_out"]
     cases.insert(4, ("all_reduce", (torch.randint(-9, 9, (100,), generator=generator, dtype=torch.int32),), {}))
     return cases
+
+
+class TinyMLP(torch.nn.Module):
+    """The small model of lessons 06 and 08: affine (a CompositeImplicitAutograd of matmul and add), torch's relu,
+    then matmul. Any batch size: the bias is expanded to the batch, as workbook::add does not broadcast."""
+
+    def __init__(self, n_in: int = 32, n_hidden: int = 64, n_out: int = 8, seed: int = 0):
+        super().__init__()
+        generator = torch.Generator().manual_seed(seed)
+        self.w1 = torch.nn.Parameter(torch.randn(n_in, n_hidden, generator=generator) / n_in**0.5)
+        self.b1 = torch.nn.Parameter(torch.randn(n_hidden, generator=generator) / 10)
+        self.w2 = torch.nn.Parameter(torch.randn(n_hidden, n_out, generator=generator) / n_hidden**0.5)
+
+    def forward(self, x):
+        bias = self.b1.expand(x.shape[0], -1)
+        hidden = torch.relu(torch.ops.workbook.affine(x, self.w1, bias))
+        return torch.ops.workbook.matmul(hidden, self.w2)

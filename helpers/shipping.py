@@ -1,13 +1,15 @@
-"""Lesson 08's shipping steps, each built once into build/shipping/ and reused by the lesson and its tests.
+"""Lesson 08's shipping steps, each built once into build/shipping/ and reused by the lesson, its tests and exercise.
 
-    wheel = shipping.build_wheel()       # csrc/package -> build/shipping/wheel_<hash>/workbook_ops-...-cp310-abi3-....whl
+    wheel = shipping.build_wheel()            # csrc/package -> build/shipping/wheel_<hash>/workbook_ops-...-cp310-abi3-....whl
+    stable = shipping.build_wheel("stable")   # csrc/stable  -> workbook_stable-...whl, on LibTorch's stable ABI
     site = shipping.install(wheel)       # a folder holding the installed package and nothing else
     print(shipping.run_python("import workbook_ops; ...", site))   # a fresh Python that sees `site`, not the workbook
     model_pt2 = shipping.aoti_package(exported_program)            # torch._inductor.aoti_compile_and_package, cached
     runner = shipping.build_runner()     # csrc/aoti/runner.cpp: runs a .pt2 from C++, no Python
 
-Each step is keyed by a hash of its inputs, so an edit builds again and nothing else does. The lesson and the
-tests may run side by side (pytest -n 2): a lock per step makes the second one wait for the first one's result.
+Each step is keyed by a hash of its inputs (torch's version included), so an edit builds again and nothing else
+does. The lesson, the tests and the exercise checks may run side by side (pytest's workers): a lock per step makes
+the second one wait for the first one's result.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from . import isolated, progress, samples
 from .build import BUILD_DIR, CSRC, REPO, locked
 
 SHIPPING = BUILD_DIR.parent / "shipping"
-PACKAGE = CSRC / "package"
 TORCH_DIR = Path(torch.__file__).resolve().parent
 
 
@@ -50,19 +51,23 @@ def _run(command: list[str], what: str, **kwargs) -> subprocess.CompletedProcess
     return done
 
 
-def package_files() -> list[Path]:
-    """What the wheel is built from: the operator library's sources and the package folder."""
-    files = [*CSRC.glob("*.cpp"), *CSRC.glob("*.h"), *CSRC.glob("*.cu")]
-    return files + [path for path in PACKAGE.rglob("*.py")]
+def package_files(package: str = "package") -> list[Path]:
+    """What a wheel is built from. csrc/package: every csrc/*.cpp and header (the operator library), and the package
+    folder. csrc/stable: add.cpp and its package folder."""
+    folder = CSRC / package
+    python = [path for path in folder.rglob("*.py") if "build" not in path.relative_to(folder).parts]
+    if package == "stable":
+        return [folder / "add.cpp", *python]
+    return [*CSRC.glob("*.cpp"), *CSRC.glob("*.h"), *CSRC.glob("*.cu"), *python]
 
 
-def build_wheel() -> Path:
-    """`pip wheel csrc/package`, run on a copy of csrc/ under build/shipping/ (setuptools writes its build
+def build_wheel(package: str = "package") -> Path:
+    """`pip wheel csrc/<package>`, run on a copy of csrc/ under build/shipping/ (setuptools writes its build
     folders beside setup.py, and the checkout stays clean). The copy keeps file times, so ninja recompiles
     only the files that changed since the last wheel."""
-    files = package_files()
-    out = SHIPPING / f"wheel_{_hash(files)}"
-    with _locked("wheel"):
+    files = package_files(package)
+    out = SHIPPING / f"wheel_{package}_{_hash(files)}"
+    with _locked(f"wheel_{package}"):
         if wheels := sorted(out.glob("*.whl")):
             return wheels[0]
         tree = SHIPPING / "src"
@@ -72,8 +77,8 @@ def build_wheel() -> Path:
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, copy)
         command = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir",
-                   "--disable-pip-version-check", "-w", str(out), str(tree / "csrc" / "package")]
-        with progress.Line(f"wheel of csrc/package ({len(files)} files)"):
+                   "--disable-pip-version-check", "-w", str(out), str(tree / "csrc" / package)]
+        with progress.Line(f"wheel of csrc/{package} ({len(files)} files)"):
             _run(command, "pip wheel")
         return sorted(out.glob("*.whl"))[0]
 
@@ -86,6 +91,24 @@ def install(wheel: Path) -> Path:
             _run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", "--quiet",
                   "--disable-pip-version-check", "--target", str(site), str(wheel)], "pip install")
         return site
+
+
+def imported_symbols(library: Path) -> list[str]:
+    """The dynamic symbols a shared library needs from others (`nm -D --undefined-only`): what it calls in torch,
+    in libc, in Python."""
+    listing = _run(["nm", "-D", "--undefined-only", str(library)], "nm").stdout
+    return [line.split()[-1] for line in listing.splitlines()]
+
+
+def other_torch_python() -> Path | None:
+    """The Python of a venv with another supported torch (`make test TORCH=2.13.0` creates .venv-2.13.0; its runs see
+    .venv), or None where there is none."""
+    here = Path(sys.prefix).resolve()
+    for venv in sorted([REPO / ".venv", *REPO.glob(".venv-*")]):
+        python = venv / "bin" / "python"
+        if venv.resolve() != here and (venv / ".installed").exists() and python.exists():
+            return python
+    return None
 
 
 def run_python(code: str, site: Path | None = None, check: bool = True) -> str:
@@ -102,54 +125,27 @@ def run_python(code: str, site: Path | None = None, check: bool = True) -> str:
     return done.stdout + ("" if check else done.stderr)
 
 
-# What lesson 08 runs in a fresh Python beside the installed package: opcheck on every operator, with the
-# sample inputs of lesson 06 (saved by the caller into SAMPLES).
-OPCHECK_INSTALLED = """
-import sys
-import torch
-import workbook_ops  # loads the package's library: the operators are registered
-
-for requires_grad, cases in torch.load(SAMPLES).items():
-    for name, args, kwargs in cases:
-        results = torch.library.opcheck(getattr(torch.ops.workbook, name).default, args, kwargs,
-                                        raise_exception=False)
-        failed = sorted(test for test, outcome in results.items() if outcome != "SUCCESS")
-        print(f"{name:10} requires_grad={requires_grad!s:5}  {'FAILED ' + ', '.join(failed) if failed else 'passed'}")
-workbook = sorted(name for name in sys.modules if name.split(".")[0] in ("helpers", "bench"))
-print("modules of the workbook imported:", workbook or "none")
-print("operators loaded from:", workbook_ops.LIBRARY.relative_to(workbook_ops.LIBRARY.parents[1]))
-"""
-
-
 def opcheck_installed(site: Path) -> str:
-    """OPCHECK_INSTALLED, run in a fresh Python that sees only `site`; returns what it printed."""
-    cases = SHIPPING / "opcheck_samples.pt"
+    """The installed package's own check (csrc/package/workbook_ops/check.py), run in a fresh Python that sees only
+    `site` and torch, on the sample inputs of every operator (samples.every_op); returns what it printed."""
+    cases = SHIPPING / f"opcheck_samples_{os.getpid()}.pt"
     torch.save({grad: samples.every_op(requires_grad=grad) for grad in (False, True)}, cases)
-    return run_python(f"SAMPLES = {str(cases)!r}\n" + OPCHECK_INSTALLED, site)
+    try:
+        return run_python(f"from workbook_ops.check import main; main({str(cases)!r})", site)
+    finally:
+        cases.unlink()
 
 
 # ---------------------------------------------------------------------------------------------
 # AOTInductor
 
 
-class TinyModel(torch.nn.Module):
-    """The model lesson 08 exports: a linear layer built from workbook operators, then aten's relu."""
-
-    def __init__(self, inputs: int = 8, outputs: int = 4, batch: int = 3):
-        super().__init__()
-        generator = torch.Generator().manual_seed(0)
-        self.weight = torch.nn.Parameter(torch.randn(inputs, outputs, generator=generator))
-        self.bias = torch.nn.Parameter(torch.randn(batch, outputs, generator=generator))
-
-    def forward(self, x):
-        return torch.ops.workbook.add(torch.ops.workbook.matmul(x, self.weight), self.bias).relu()
-
-
 def aoti_package(program: torch.export.ExportedProgram) -> Path:
-    """torch._inductor.aoti_compile_and_package(program), once per program: the key is the program's code,
-    its weights and the operators' schemas."""
+    """torch._inductor.aoti_compile_and_package(program), once per program: the key is the program's code, its
+    symbolic shapes' ranges, its weights and the operators' schemas."""
     weights = "".join(f"{name}{tensor.tolist()}" for name, tensor in program.state_dict.items())
-    key = _hash([CSRC / "schemas.cpp"], program.graph_module.code, str(program.graph_signature), weights)
+    key = _hash([CSRC / "schemas.cpp"], program.graph_module.code, str(program.graph_signature),
+                str(program.range_constraints), weights)
     path = SHIPPING / f"model_{key}.pt2"
     with _locked("aoti"):
         if not path.exists():
@@ -174,3 +170,12 @@ def build_runner() -> Path:
             with progress.Line("C++ runner (csrc/aoti/runner.cpp)"):
                 _run(command, "compiling the runner")
         return program
+
+
+def exported_mlp() -> tuple[torch.nn.Module, torch.export.ExportedProgram]:
+    """samples.TinyMLP, exported (no grad, eval mode) with a symbolic batch dimension: what lesson 08 and exercise
+    08 compile with AOTInductor."""
+    model = samples.TinyMLP().eval()
+    with torch.no_grad():
+        batch = torch.export.Dim("batch")
+        return model, torch.export.export(model, (torch.zeros(3, 32),), dynamic_shapes={"x": {0: batch}})

@@ -1,16 +1,36 @@
-"""The benchmarks run end to end (on short timings); their figures are for bench/, not for tests."""
+"""The benchmarks run end to end (on short timings); their figures are for bench/ and the lessons, not for tests."""
+
+import pytest
+import torch
 
 from bench import dispatch_cost
+from bench.timing import Cost
+from helpers import build
 
 
-def test_dispatch_cost_measures_a_configuration_against_aten():
-    config = next(c for c in dispatch_cost.CONFIGS if c.layers == ("schemas", "cpu", "autograd") and c.recording)
-    row = dispatch_cost.measure(config, seconds=0.01, rounds=1)
-    assert row["config"] == config.name and row["ours us"] > 0 and row["aten us"] > 0
-    assert row["ratio"] == row["ours us"] / row["aten us"]  # one round: the ratio of its two timings
+def test_a_cost_counts_only_above_the_noise_and_is_never_printed_negative():
+    assert Cost.between([2.0, 2.1, 2.2, 2.3], [1.0, 1.0, 1.1, 1.1]).describe("µs").startswith("+1.")
+    assert Cost.between([1.0, 1.2, 0.9, 1.1], [1.1, 1.0, 1.0, 1.0]).describe("µs") == "within noise here"
+    assert Cost.between([1.0, 1.0, 1.0, 1.0], [1.2, 1.3, 1.2, 1.3]).describe("µs") == "within noise here"
 
 
-def test_dispatch_cost_times_every_python_entry_point():
-    entries = dispatch_cost.entry_points(seconds=0.01)
-    assert set(entries) >= {"torch.add", "torch.ops.aten.add.Tensor (overload)", "torch.ops.workbook.add (packet)"}
-    assert all(micros > 0 for micros in entries.values())
+def test_every_layer_of_the_loaded_stage_is_timed_from_python_and_cpp(workbook):
+    build.load("dispatch_bench")
+    costs = dispatch_cost.measure(dispatch_cost.OURS, rounds=2, seconds=0.001, calls=500)
+    assert [cost.layer for cost in costs] == [layer.name for layer in dispatch_cost.LAYERS
+                                              if layer.stage == dispatch_cost.OURS]
+    assert all(cost.cpp_ns.median == cost.cpp_ns.median for cost in costs)  # not NaN
+    assert [cost.python_us is None for cost in costs][-2:] == [True, True]  # boxing and RecordFunction: C++ only
+
+
+def test_a_stage_refuses_a_process_with_other_layers(workbook):
+    with pytest.raises(RuntimeError, match="needs exactly these layers loaded"):
+        dispatch_cost.measure(dispatch_cost.FALLBACK, rounds=1)
+
+
+def test_entry_points_and_python_op_parts_are_timed(workbook):
+    times, differences = dispatch_cost.entry_points(rounds=2, seconds=0.001)
+    assert set(times) == set(dispatch_cost.ENTRY_POINTS) and len(differences) == 3
+    times, differences = dispatch_cost.python_op_parts(rounds=2, seconds=0.001)
+    fast_path = hasattr(torch.ops.workbook_py.add.default, "_is_pyobj_dispatcher_enabled")
+    assert len(differences) == (3 if fast_path else 2)

@@ -30,23 +30,8 @@ def test_opcheck_every_op_passes_with_no_warning(workbook, name, requires_grad, 
 # ---- torch.compile and torch.export ----------------------------------------------------------
 
 
-class Block(torch.nn.Module):
-    """affine (a composite of matmul and add), a torch op, matmul."""
-
-    def __init__(self):
-        super().__init__()
-        generator = torch.Generator().manual_seed(0)
-        self.w1 = torch.nn.Parameter(torch.randn(12, 20, generator=generator))
-        self.b1 = torch.nn.Parameter(torch.randn(20, generator=generator))
-        self.w2 = torch.nn.Parameter(torch.randn(20, 4, generator=generator))
-
-    def forward(self, x):
-        hidden = torch.tanh(torch.ops.workbook.affine(x, self.w1, self.b1.expand(x.shape[0], -1)))
-        return torch.ops.workbook.matmul(hidden, self.w2)
-
-
 def test_compile_fullgraph_has_no_graph_break_and_matches_eager_with_gradients(workbook):
-    model, x = Block(), torch.randn(6, 12)
+    model, x = samples.TinyMLP(), torch.randn(6, 32)
     explanation = torch._dynamo.explain(model)(x)
     assert (explanation.graph_count, explanation.graph_break_count) == (1, 0)
     # aot_eager: the fake-tensor and AOTAutograd tracing (what needs the registrations), without Inductor's codegen,
@@ -61,7 +46,7 @@ def test_compile_fullgraph_has_no_graph_break_and_matches_eager_with_gradients(w
 
 
 def test_export_keeps_each_op_as_one_node_and_survives_save_and_load(workbook):
-    model, x = Block(), torch.randn(6, 12)
+    model, x = samples.TinyMLP(), torch.randn(6, 32)
     exported = torch.export.export(model, (x,))
     targets = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
     assert "workbook.affine.default" in targets and "workbook.matmul.default" in targets

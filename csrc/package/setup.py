@@ -8,6 +8,8 @@ then one file per dispatch key), plus workbook_ops/__init__.py, which loads it. 
 the same files one layer at a time, at run time; here they are compiled once, at build time.
 """
 
+import os
+import subprocess
 from pathlib import Path
 
 import torch
@@ -16,6 +18,16 @@ from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, C
 
 CSRC = Path(__file__).resolve().parent.parent
 sources = sorted(str(path) for path in CSRC.glob("*.cpp"))
+
+
+def openmp_flags() -> list[str]:
+    """-fopenmp where the compiler has OpenMP (g++; clang with libomp-dev): at::parallel_for, which cpu.cpp's kernels
+    use, is a header template over `#pragma omp parallel`, and without the flag it runs on one thread."""
+    probe = subprocess.run([os.environ.get("CXX", "c++"), "-fopenmp", "-fsyntax-only", "-x", "c++", "-"],
+                           input="#include <omp.h>\n", capture_output=True, text=True)
+    return ["-fopenmp"] if probe.returncode == 0 else []
+
+
 # The CUDA kernels only where they can be built and run, as extension-cpp does.
 use_cuda = torch.cuda.is_available() and CUDA_HOME is not None
 if use_cuda:
@@ -28,8 +40,9 @@ extension = (CUDAExtension if use_cuda else CppExtension)(
     # -O3 for speed. -g0: no debug information, which Python's own build flags ask for with -g (the library is
     # 30x smaller and compiles a third faster). No -march and no AVX flags: a wheel runs on machines other than
     # the one that built it (torch compiles each of its kernels once per CPU capability and picks one at run
-    # time). No -fopenmp: not every compiler has it; at::parallel_for then runs on one thread.
-    extra_compile_args={"cxx": ["-O3", "-g0"], "nvcc": ["-O3"]},
+    # time). -fopenmp where the compiler has it (above).
+    extra_compile_args={"cxx": ["-O3", "-g0", *openmp_flags()], "nvcc": ["-O3"]},
+    extra_link_args=openmp_flags(),
     # The library uses no CPython API at all (torch.ops.load_library loads it; nothing imports it), so one wheel
     # serves every CPython from 3.10 on. For such an extension torch's BuildExtension defines
     # Py_LIMITED_API=0x030A0000 (3.10, the oldest Python torch supports), and the compiler holds us to it.

@@ -3,7 +3,7 @@
 import os
 
 # Exercise checks run on the untouched skeletons, never on a reader's copies in my_exercises/: the notebooks' stored
-# outputs are those of the skeletons (helpers/exercises.py). The notebooks' kernels inherit this.
+# outputs are those of the skeletons (exercises/__init__.py). The notebooks' kernels inherit this.
 os.environ["WORKBOOK_EXERCISES"] = "skeletons"
 
 

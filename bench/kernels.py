@@ -7,7 +7,7 @@
   (the ceiling: a copy reads and writes each byte once, counted as 2 x bytes / time).
 - matmul: GFLOP/s (2 n^3 / time) for workbook::matmul and torch.matmul (a tuned BLAS).
 Each figure is the median of several timed samples after warm-up calls; both sides use the same
-threads (torch.get_num_threads()). The goals (issue 10) are judged on ratios measured in interleaved
+threads (torch.get_num_threads()). The speed goals (GOALS) are judged on ratios measured in interleaved
 rounds (workbook, torch, workbook, torch, ...), so that a slow moment of a shared machine hits both.
 """
 
@@ -20,7 +20,7 @@ import statistics
 import torch
 
 from bench.timing import seconds
-from helpers import build
+from helpers import build, toolchain
 
 SUM_SIZES = [1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 24]
 MATMUL_SIZES = [64, 256, 512, 1024]
@@ -105,7 +105,7 @@ def main():
     build.load("schemas")
     build.load("cpu")
     print(machine())
-    print(f"build: {build.toolchain().describe()}")
+    print(f"build: {toolchain.toolchain().describe()}")
     print("(ratio = torch time / workbook time: above 1, the workbook is faster)\n")
     print_table(goal_rows())
     print()

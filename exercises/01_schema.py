@@ -1,8 +1,8 @@
 """Exercise 01.schema (easy): write a schema.
 
-`scale_` multiplies `self` in place by `factor`, a float that defaults to 2.0. An optional float `limit`, which
-can only be passed by keyword, clamps the result (None, the default: no clamp). It returns nothing.
+`scale_` multiplies its first argument `x` in place by `factor`, a float that defaults to 2.0. An optional float
+`limit`, which can only be passed by keyword, clamps the result (None, the default: no clamp). It returns nothing.
 Write its schema, as you would pass it to m.def(...) in C++ or torch.library.define in Python.
 """
 
-SCHEMA = "scale_(Tensor self, float factor) -> Tensor"  # TODO
+SCHEMA = "scale_(Tensor x, float factor) -> Tensor"  # TODO

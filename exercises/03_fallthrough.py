@@ -1,9 +1,9 @@
 """Exercise 03.fallthrough (easy): skip the Autograd key for an integer operator.
 
-`exercise::count_odd(Tensor x) -> Tensor` counts the odd elements of an integer tensor; its CPU kernel is
+`exercise::count_odd(Tensor x) -> Tensor` counts the odd elements of an integer tensor; its CPU and Meta kernels are
 registered for you. Integers have no gradient, so autograd has nothing to do for it, yet every call goes through
-torch's autograd fallback at AutogradCPU. Make the dispatcher skip the Autograd key for it (lesson 03).
-`lib` is the torch.library.Library("exercise", "IMPL") to register with.
+torch's autograd fallback, on every device. Make the dispatcher skip autograd for it, on every backend (lesson 03).
+`lib` is the torch.library.Library("exercise", "FRAGMENT") to register with.
 """
 
 import torch

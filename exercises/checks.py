@@ -1,272 +1,405 @@
 """The checks of the exercises: one function per exercise, given the path of the file to check, returning a Result
-(passed, and a diagnosis that says what happened instead). helpers/exercises.py runs them: check("00.predict_path").
+(passed, and a diagnosis). exercises/runner.py runs each in a process of its own.
 
-Operators that Python exercises register live in namespace `exercise`, in torch.library.Library objects that each
-check destroys when it ends, so a check can run again after an edit in the same process.
+A diagnosis says what happened instead of what the exercise asks, and where in the lesson to look; never the answer.
+Each check tries every case its task names. tests/test_exercises.py proves, for every exercise, that the skeleton
+fails, every mistake in mistakes.py fails with the diagnosis it names, and the solution passes.
 """
 
 from __future__ import annotations
 
+import random
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+from torch._dynamo.testing import CompileCounterWithBackend
 
 from helpers import build, shipping, trace
-from helpers.exercises import Result, compare_paths, exercise, in_fresh_process, load_python
+
+from .toolkit import Result, call_path, compare_paths, exercise, load_python, mentions, operator
+
+FALLBACK_WARNING = "an autograd kernel was not registered"
 
 
-@contextmanager
-def operator(schema: str, cpu_kernel=None, key: str = "CPU"):
-    """Define exercise::<schema> (with `cpu_kernel` at `key`, if given) for the duration of a check; yields the
-    Library (kind "FRAGMENT") that registrations go into, then removes them all."""
-    library = torch.library.Library("exercise", "FRAGMENT")
-    try:
-        library.define(schema)
-        if cpu_kernel is not None:
-            library.impl(schema.split("(")[0], cpu_kernel, key)
-        yield library
-    finally:
-        library._destroy()
-
-
-def call_path(op, *args) -> list[str]:
-    return trace.path(trace.predict(op, *args))
+def _problems(problems: list[str], passed: str) -> Result:
+    return Result(not problems, "\n".join(problems) if problems else passed)
 
 
 # ---------------------------------------------------------------------------------------------
 # 00: paths
 
 
-def add_path(path: Path, context, hint: str, layers: tuple[str, ...] = ("schemas", "cpu")) -> Result:
-    """The reader's PATH against the path of workbook::add(x, y) inside `context`, x requiring grad and y not."""
-    build.load_all(*layers)
-    x, y = torch.ones(3, requires_grad=True), torch.ones(3)
-    with context:
-        actual = call_path(torch.ops.workbook.add, x, y)
-    return compare_paths(load_python(path).PATH, actual, hint)
-
-
-@exercise("00.predict_path", "00_predict_path.py")
+@exercise("00.predict_path", "easy")
 def predict_path(path: Path) -> Result:
-    return add_path(path, torch.no_grad(),
-                    "no_grad turns off recording, not a dispatch key: x's keyset still holds AutogradCPU, and with no "
-                    "Autograd kernel of ours, torch's autograd fallback runs there (and records nothing).")
+    build.load_all("schemas", "cpu")
+    x, y = torch.ones(3, requires_grad=True), torch.ones(3)
+    with torch.no_grad():
+        actual = call_path(torch.ops.workbook.add, x, y)
+    return compare_paths(load_python(path).PATH, actual, "lesson 00, section 2: what no_grad changes, and what not.")
 
 
-@exercise("00.inference_mode", "00_inference_mode.py")
-def inference_mode(path: Path) -> Result:
-    return add_path(path, torch.inference_mode(),
-                    "look at trace.keyset_of(x, y) inside torch.inference_mode(): which keys does it exclude?")
+def _walk_cases():
+    """(what, op, args, context) for 00.walk: aten's and the workbook's operators, several devices, layouts, states."""
+    from contextlib import nullcontext
+
+    a, b = torch.randn(2, 3), torch.randn(3, 4)
+    x, y = torch.randn(3, requires_grad=True), torch.randn(3)
+    return [
+        ("aten::mm(a, b)", torch.ops.aten.mm.default, (a, b), nullcontext),
+        ("aten::mm(a, b) in torch.no_grad()", torch.ops.aten.mm.default, (a, b), torch.no_grad),
+        ("aten::mm(a, b) in torch.inference_mode()", torch.ops.aten.mm.default, (a, b), torch.inference_mode),
+        ("aten::mm(a, b) in torch.autocast('cpu')", torch.ops.aten.mm.default, (a, b), lambda: torch.autocast("cpu")),
+        ("aten::add.Tensor(x, y) in torch.autocast('cpu')", torch.ops.aten.add.Tensor, (x, y),
+         lambda: torch.autocast("cpu")),
+        ("aten::mm on meta tensors", torch.ops.aten.mm.default, (a.to("meta"), b.to("meta")), nullcontext),
+        ("aten::add.Tensor on sparse tensors", torch.ops.aten.add.Tensor, (y.to_sparse(), y.to_sparse()), nullcontext),
+        ("workbook::add(x, y)", torch.ops.workbook.add.default, (x, y), nullcontext),
+        ("workbook::sum on meta tensors", torch.ops.workbook.sum.default, (y.to("meta"),), nullcontext),
+    ]
+
+
+@exercise("00.walk", "hard")
+def walk(path: Path) -> Result:
+    build.load_all("schemas", "cpu", "meta")
+    kernels = load_python(path).kernels
+    for what, op, args, context in _walk_cases():
+        with context():
+            yours, actual = kernels(op, *args), call_path(op, *args)
+        result = compare_paths(yours, actual, "lesson 00, 'Underneath trace.call': the keyset's three terms, and what "
+                                              "the walk does at a fallthrough and at a backend key.")
+        if not result.passed:
+            return Result(False, f"{what}: {result.diagnosis}")
+    return Result(True, f"all {len(_walk_cases())} calls walked as the dispatcher walks them")
 
 
 # ---------------------------------------------------------------------------------------------
-# 01: schemas and namespaces
+# 01: schemas
 
 
-@exercise("01.schema", "01_schema.py")
+@exercise("01.schema", "easy")
 def schema(path: Path) -> Result:
-    wanted = torch._C.parse_schema("scale_(Tensor(a!) self, float factor=2.0, *, float? limit=None) -> ()")
+    wanted = torch._C.parse_schema("scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()")
     try:
         yours = torch._C.parse_schema(load_python(path).SCHEMA)
     except RuntimeError as error:
-        return Result(False, f"torch cannot parse it: {str(error).splitlines()[0]}")
+        message = str(error).split("please report a bug to PyTorch. ")[-1]  # an assert's boilerplate: not the point
+        return Result(False, f"torch cannot parse it: {message.splitlines()[0]}")
     problems = []
     if yours.name != wanted.name:
         problems.append(f"the operator is named {wanted.name!r}, not {yours.name!r}")
+    names = [a.name for a in yours.arguments]
     for want in wanted.arguments:
         have = next((a for a in yours.arguments if a.name == want.name), None)
         if have is None:
             problems.append(f"argument `{want.name}` is missing")
             continue
         if str(have.type) != str(want.type):
-            problems.append(f"`{want.name}` has type {have.type}; it should be {want.type}")
+            problems.append(f"`{want.name}` has type {have.type}; the task asks for another")
         if have.has_default_value() != want.has_default_value() or (
                 want.has_default_value() and have.default_value != want.default_value):
             problems.append(f"`{want.name}`'s default is wrong or missing")
         if have.kwarg_only != want.kwarg_only:
-            problems.append(f"`{want.name}` {'must' if want.kwarg_only else 'must not'} be keyword-only (the `*`)")
+            problems.append(f"`{want.name}` {'can only' if want.kwarg_only else 'cannot only'} be passed by keyword in "
+                            "the task, and your schema says otherwise (lesson 01, the grammar table)")
         written = bool(have.alias_info and have.alias_info.is_write)
         if want.alias_info and want.alias_info.is_write and not written:
-            problems.append(f"`{want.name}` is written to, and the schema must say so: Tensor(a!)")
-    extra = {a.name for a in yours.arguments} - {a.name for a in wanted.arguments}
+            problems.append(f"`{want.name}` is written to, and your schema does not say so (lesson 01, aliasing)")
+    if not problems and names != [a.name for a in wanted.arguments]:
+        problems.append("the arguments are in another order than the task's: a positional argument is passed by its "
+                        "place, so the order is part of the schema")
+    extra = set(names) - {a.name for a in wanted.arguments}
     if extra:
         problems.append(f"unexpected arguments: {', '.join(sorted(extra))}")
     if len(yours.returns) != len(wanted.returns):
-        problems.append("it returns nothing: `-> ()` (an operator may not return the tensor it mutates)")
-    return Result(not problems, "\n".join(problems))
+        problems.append("the task's operator returns nothing, and your schema returns something")
+    return _problems(problems, "the schema the task describes")
 
 
-@exercise("01.fragment", "01_fragment.cpp")
-def fragment(path: Path) -> Result:
-    return in_fresh_process(path, ("schemas", "cpu"), """
-        twice = torch.ops.workbook.twice(torch.tensor([1.0, 2.0]))
-        if twice.tolist() != [2.0, 4.0]:
-            report(False, f"workbook::twice gave {twice.tolist()} for [1.0, 2.0]")
-        elif not torch.equal(torch.ops.workbook.add(torch.ones(2), torch.ones(2)), torch.full((2,), 2.0)):
-            report(False, "workbook::add no longer works beside your library")
-        else:
-            report(True, "both libraries share the namespace: workbook::twice and workbook::add work")
-    """)
+ALIAS_OPS = {
+    # name: (kernel, fake kernel, sample arguments (made fresh per call), which opcheck tests apply)
+    "diagonal": (lambda x: x.diagonal(), lambda x: x.diagonal(), lambda: (torch.randn(3, 3),),
+                 ("test_schema", "test_faketensor")),
+    "clamp_": (lambda x, lo, hi: x.clamp_(lo, hi), lambda x, lo, hi: x, lambda: (torch.randn(5), -0.5, 0.5),
+               ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")),
+    "rowsum_out": (lambda x, *, out: torch.sum(x, 1, out=out), lambda x, *, out: out,
+                   lambda: (torch.randn(3, 4),), ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")),
+}
+
+
+@exercise("01.alias_annotations", "hard")
+def alias_annotations(path: Path) -> Result:
+    answer = load_python(path)
+    problems = []
+    for name, (kernel, fake, make_args, tests) in ALIAS_OPS.items():
+        schema_text = answer.SCHEMAS[name]
+        if not schema_text.startswith(f"{name}("):
+            problems.append(f"{name}: the schema must start with `{name}(`")
+            continue
+        try:
+            context = operator(schema_text, kernel, tags=tuple(answer.TAGS.get(name, ())))
+            library = context.__enter__()
+        except (RuntimeError, ValueError) as error:
+            problems.append(f"{name}: torch refuses the definition: {str(error).splitlines()[0]}")
+            continue
+        torch.library.register_fake(f"exercise::{name}", fake, lib=library)
+        args = make_args()
+        kwargs = {"out": torch.empty(args[0].shape[0])} if name == "rowsum_out" else {}
+        results = torch.library.opcheck(getattr(torch.ops.exercise, name).default, args, kwargs, test_utils=tests,
+                                        raise_exception=False)
+        for test, outcome in results.items():
+            if outcome == "SUCCESS":
+                continue
+            if test == "test_aot_dispatch_dynamic":
+                problems.append(f"{name}: torch.compile cannot turn calls of it into functional ones: an operator that "
+                                "returns an argument it mutates must say which kind of mutation it is (lesson 03, "
+                                "section 5)")
+            else:
+                first = str(outcome).splitlines()[0] if str(outcome) else type(outcome).__name__
+                problems.append(f"{name}: opcheck's {test} failed: {first[:240]}")
+    return _problems(problems, "every schema tells the truth, and torch.compile takes all three operators")
 
 
 # ---------------------------------------------------------------------------------------------
 # 02: backend kernels
 
 
-@exercise("02.composite_key", "02_composite_key.py")
+@exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
     answer = load_python(path)
     with operator("softplus2(Tensor x) -> Tensor", answer.softplus2, answer.KEY):
         op = torch.ops.exercise.softplus2.default
-        x = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
         problems = []
-        try:
-            op(torch.empty(3, device="meta"))
-        except (NotImplementedError, RuntimeError) as error:
-            problems.append(f"meta tensors: {type(error).__name__}: {str(error).split('. ')[0]}.")
+        for what, run in [("CPU tensors", lambda: op(torch.randn(3))),
+                          ("meta tensors (what torch.compile and torch.export trace with)",
+                           lambda: op(torch.empty(3, device="meta"))),
+                          ("inside torch.inference_mode()", lambda: _inference(op))]:
+            try:
+                run()
+            except (NotImplementedError, RuntimeError) as error:
+                problems.append(f"{what}: {type(error).__name__}: {str(error).split('. ')[0][:200]}.")
+        x = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = op(x)
             grad = torch.autograd.grad(out.sum(), x)[0] if out.grad_fn is not None else None
         if grad is None:
             problems.append("no gradient: the output has no grad_fn")
-        elif any("autograd kernel was not registered" in str(w.message) for w in caught):
+        elif any(FALLBACK_WARNING in str(w.message) for w in caught):
             problems.append("the gradient only came through torch's autograd fallback, which warns that this is "
-                            "deprecated: the operator has no kernel that autograd knows how to differentiate")
+                            "deprecated: autograd never saw the operations inside your kernel")
         elif not torch.allclose(grad, torch.sigmoid(2 * x.detach())):
             problems.append(f"wrong gradient: {grad.tolist()}")
-        hint = ("\nHint: a backend key (CPU) serves one device, and autograd runs above it. Which key's kernel runs "
-                "for every backend, with autograd seeing the operations inside it?")
-        return Result(not problems, "\n".join(problems) + (hint if problems else f"{answer.KEY}: CPU, meta and gradient"))
+        hint = ("\nLook again at lesson 02, section 3: which registration fills every backend key and the Autograd keys, "
+                "so that autograd sees the operations inside the kernel?")
+        return Result(not problems, "\n".join(problems) + hint if problems else f"{answer.KEY}: every case works")
 
 
-@exercise("02.meta_kernel", "02_meta_kernel.cpp")
+def _inference(op):
+    with torch.inference_mode():
+        return op(torch.randn(3))
+
+
+@exercise("02.meta_kernel", "hard")
 def meta_kernel(path: Path) -> Result:
-    return in_fresh_process(path, ("schemas",), """
-        a, b = torch.randn(4), torch.randn(3)
-        real = torch.ops.exercise02.outer(a, b)
-        fake = torch.ops.exercise02.outer(a.to("meta"), b.to("meta"))
+    build.load_sources("exercise02_outer", [path], label="your 02_meta_kernel.cpp")
+    outer = torch.ops.exercise02.outer
+    problems = []
+    for a, b in [(torch.randn(4), torch.randn(3)), (torch.randn(1), torch.randn(6))]:
+        real, fake = outer(a, b), outer(a.to("meta"), b.to("meta"))
         if (fake.shape, fake.dtype) != (real.shape, real.dtype):
-            report(False, f"on meta tensors your kernel returns shape {list(fake.shape)} and {fake.dtype}; the CPU "
-                          f"kernel returns {list(real.shape)} and {real.dtype}. torch.compile would plan the rest of "
-                          "the graph with the wrong shape.")
-        else:
-            failed = [t for t, r in torch.library.opcheck(torch.ops.exercise02.outer.default, (a, b),
-                                                          test_utils=("test_schema", "test_faketensor"),
-                                                          raise_exception=False).items() if r != "SUCCESS"]
-            report(not failed, "opcheck: " + (", ".join(failed) + " failed" if failed else "schema and fake-tensor tests passed"))
-    """)
+            problems.append(f"on meta tensors of {len(a)} and {len(b)} elements your kernel returns shape "
+                            f"{list(fake.shape)} and {fake.dtype}; the CPU kernel returns {list(real.shape)} and "
+                            f"{real.dtype}. torch.compile would plan the rest of the graph with the wrong one.")
+    if problems:
+        return Result(False, "\n".join(problems))
+    counter = CompileCounterWithBackend("aot_eager")  # fake tensors and AOTAutograd, no code generation
+    compiled = torch.compile(lambda a, b: outer(a, b) * 2, backend=counter, dynamic=True, fullgraph=True)
+    try:
+        for n, m in [(3, 4), (5, 7), (9, 2)]:
+            a, b = torch.randn(n), torch.randn(m)
+            torch.testing.assert_close(compiled(a, b), outer(a, b) * 2)
+    except Exception as error:  # noqa: BLE001 - the compiler wraps the kernel's error
+        first = str(error).splitlines()[0]
+        return Result(False, f"under torch.compile(dynamic=True) your Meta kernel failed: {first[:300]}\nThere, sizes are "
+                             "symbols rather than numbers (lesson 06, section 5).")
+    if counter.frame_count != 1:
+        return Result(False, f"torch.compile(dynamic=True) compiled {counter.frame_count} times for 3 sizes, not once: "
+                             "your Meta kernel turned a symbolic size into a number, and the compiled graph had to be "
+                             "specialized to it (lesson 06, section 5)")
+    return Result(True, "right shape and dtype on meta tensors, and one compile for three sizes")
 
 
 # ---------------------------------------------------------------------------------------------
-# 03: the autograd fallback and fallthroughs
+# 03: fallthroughs and in-place operators
 
 
-def _doubled_raw(x):
-    out = torch.empty_like(x)
-    with torch.no_grad():  # stands for a raw pointer loop: nothing autograd can see
-        out.copy_(x * 2)
-    return out
-
-
-def _backward_outcome(cpu_kernel, fallthrough: bool) -> str:
-    with operator("double_it(Tensor x) -> Tensor", cpu_kernel) as library:
-        if fallthrough:
-            library.impl("double_it", torch.library.fallthrough_kernel, "Autograd")
-        x = torch.ones(3, requires_grad=True)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the autograd fallback's warning: the outcome is the answer
-                torch.ops.exercise.double_it(x).sum().backward()
-        except RuntimeError:
-            return "error"
-        return "grad" if x.grad is not None and torch.equal(x.grad, torch.full((3,), 2.0)) else "no grad"
-
-
-@exercise("03.autograd_outcomes", "03_autograd_outcomes.py")
-def autograd_outcomes(path: Path) -> Result:
-    answers = load_python(path).OUTCOMES
-    actual = {"raw": _backward_outcome(_doubled_raw, False),
-              "torch ops": _backward_outcome(lambda x: x.mul(2), False),
-              "fallthrough": _backward_outcome(_doubled_raw, True)}
-    why = {"raw": "torch's autograd fallback attaches a node that warns and passes no gradient on",
-           "torch ops": "the fallback lets the call through, and autograd records the torch ops the kernel calls",
-           "fallthrough": "the dispatcher skips autograd entirely: the output has no grad_fn, so backward() raises"}
-    wrong = [f"{case!r}: you said {answers.get(case)!r}; it is {outcome!r} ({why[case]})"
-             for case, outcome in actual.items() if answers.get(case) != outcome]
-    return Result(not wrong, "\n".join(wrong) if wrong else "all three right")
-
-
-@exercise("03.fallthrough", "03_fallthrough.py")
+@exercise("03.fallthrough", "easy")
 def fallthrough(path: Path) -> Result:
     def count_odd(x):
         return (x % 2 != 0).sum()
 
     with operator("count_odd(Tensor x) -> Tensor", count_odd) as library:
+        library.impl("count_odd", lambda x: torch.empty((), dtype=torch.int64, device="meta"), "Meta")
         load_python(path).register(library)
-        x = torch.arange(10, dtype=torch.int32)
-        steps = {step.key: step.status for step in trace.predict(torch.ops.exercise.count_odd, x)}
-        actual = call_path(torch.ops.exercise.count_odd, x)
-        if torch.ops.exercise.count_odd(x).item() != 5:
-            return Result(False, "count_odd no longer counts right")
-        if steps.get("AutogradCPU") != "fallthrough":
-            return Result(False, f"path: {' -> '.join(actual)}. At AutogradCPU, torch's autograd fallback still runs. "
-                                 "Register torch.library.fallthrough_kernel at the Autograd key (an alias for every "
-                                 "AutogradCPU, AutogradCUDA, ...).")
-        return Result(True, f"path: {' -> '.join(actual)} (AutogradCPU: fallthrough)")
+        problems = []
+        for device in ("cpu", "meta"):
+            x = torch.arange(10, dtype=torch.int32, device=device)
+            try:
+                result = torch.ops.exercise.count_odd(x)
+            except (RuntimeError, NotImplementedError) as error:
+                problems.append(f"count_odd no longer runs on {device}: {str(error).splitlines()[0][:160]}")
+                continue
+            if device == "cpu" and result.item() != 5:
+                problems.append("count_odd no longer counts right")
+            autograd_key = "AutogradCPU" if device == "cpu" else "AutogradMeta"
+            steps = {step.key: step.status for step in trace.predict(torch.ops.exercise.count_odd, x)}
+            if steps.get(autograd_key) != "fallthrough":
+                problems.append(f"on a {device} tensor the path is {' -> '.join(call_path(torch.ops.exercise.count_odd, x))}:"
+                                f" at {autograd_key}, torch's autograd fallback still runs")
+        hint = ("\nLook again at lesson 03, section 2: how an operator tells the dispatcher that a key has nothing to do "
+                "for it, on every backend.")
+        return Result(not problems, "\n".join(problems) + hint if problems else "Autograd skipped on CPU and meta tensors")
+
+
+def _inplace_calls(op) -> list[str]:
+    """What exercise::add_ must do under autograd: [] when it does, else the problems."""
+    problems = []
+    x, other = torch.ones(3, requires_grad=True), torch.full((3,), 2.0, requires_grad=True)
+    y = x.clone()
+    returned = op(y, other)
+    if returned is not y:
+        problems.append("add_ returned a new tensor, not its first argument itself (the schema's (a!) on the return): "
+                        "autograd hands back a new tensor for an input that forward returns, unless it was told that "
+                        "forward modified it")
+    if not torch.equal(y.detach(), torch.full((3,), 3.0)):
+        problems.append(f"x + other should be [3, 3, 3]; y became {y.detach().tolist()}")
+    if y._version == 0:
+        problems.append("y's version counter did not move: autograd was not told that y changed")
+    (y * 5).sum().backward()
+    for name, tensor in (("x (the tensor y was cloned from)", x), ("other", other)):
+        if tensor.grad is None or not torch.equal(tensor.grad, torch.full((3,), 5.0)):
+            problems.append(f"d/d{name}: {None if tensor.grad is None else tensor.grad.tolist()}, should be [5, 5, 5]")
+    if not problems:
+        try:
+            op(torch.ones(2, requires_grad=True), torch.ones(2))
+            problems.append("writing in place into a leaf that requires grad should be refused, as torch's add_ does")
+        except RuntimeError:
+            pass
+        args = (torch.randn(3, dtype=torch.float64, requires_grad=True), torch.randn(3, dtype=torch.float64, requires_grad=True))
+        if not torch.autograd.gradcheck(lambda a, b: op(a.clone(), b), args, raise_exception=False):
+            problems.append("gradcheck failed")
+    return problems
+
+
+@exercise("03.inplace_autograd", "hard")
+def inplace_autograd(path: Path) -> Result:
+    with operator("add_(Tensor(a!) x, Tensor other) -> Tensor(a!)", lambda x, other: x.add_(other),
+                  tags=(torch.Tag.inplace,)) as library:
+        answer = load_python(path)
+        library.impl("add_", answer.autograd_kernel, "Autograd", with_keyset=True)
+        try:
+            problems = _inplace_calls(torch.ops.exercise.add_.default)
+        except RecursionError:
+            return Result(False, "the call came back to the Autograd kernel again and again (RecursionError): forward "
+                                 "must reach the CPU kernel below autograd (lesson 03, section 3: redispatch)")
+        with torch.no_grad():
+            z = torch.zeros(3)
+            torch.ops.exercise.add_.default(z, torch.ones(3))
+        if not torch.equal(z, torch.ones(3)):
+            problems.append("under torch.no_grad() add_ no longer adds")
+    hint = "\nLook again at lesson 03, section 4 (in-place operators and gradients)." if problems else ""
+    return Result(not problems, "\n".join(problems) + hint if problems else "both inputs get their gradients, and "
+                                                                             "the version counter moves")
 
 
 # ---------------------------------------------------------------------------------------------
-# 04: backward formulas
+# 04: backward formulas and redispatch
 
 
-def _gradient_check(op, inputs: list[torch.Tensor], names: list[str], expected: list[torch.Tensor]) -> Result:
-    out = op(*inputs)
-    grads = torch.autograd.grad(out.sum(), inputs, allow_unused=True)
-    wrong = [f"d/d{name} at {x.detach().tolist()}: yours {None if g is None else [round(v, 4) for v in g.tolist()]}, "
-             f"right {[round(v, 4) for v in e.tolist()]}" for name, x, g, e in zip(names, inputs, grads, expected)
-             if g is None or not torch.allclose(g, e)]
-    if wrong:
-        return Result(False, "\n".join(wrong))
-    ok = torch.autograd.gradcheck(op, inputs, raise_exception=False)
-    return Result(ok, "gradcheck passed" if ok else "gradcheck failed")
-
-
-@exercise("04.backward", "04_backward.py")
+@exercise("04.backward", "medium")
 def backward(path: Path) -> Result:
     answer = load_python(path)
     with operator("cube(Tensor x) -> Tensor", lambda x: x**3) as library:
         torch.library.register_autograd("exercise::cube", answer.backward, setup_context=answer.setup_context,
                                         lib=library)
         x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
-        return _gradient_check(torch.ops.exercise.cube, [x], ["x"], [3 * x.detach() ** 2])
+        grad_output = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+        (grad,) = torch.autograd.grad(torch.ops.exercise.cube(x), x, grad_output)
+        expected = grad_output * 3 * x.detach() ** 2
+        if not torch.allclose(grad, expected):
+            ones = torch.autograd.grad(torch.ops.exercise.cube(x), x, torch.ones(3, dtype=torch.float64))[0]
+            right_for_ones = torch.allclose(ones, 3 * x.detach() ** 2)
+            return Result(False, f"d/dx at {x.detach().tolist()} for the output gradient {grad_output.tolist()}: yours "
+                                 f"{[round(v, 4) for v in grad.tolist()]}, right {[round(v, 4) for v in expected.tolist()]}"
+                                 + ("\nRight when the output's gradient is all ones, wrong for others: what does "
+                                    "backward receive, and what must it do with it? (lesson 04, section 1)"
+                                    if right_for_ones else ""))
+        ok = torch.autograd.gradcheck(torch.ops.exercise.cube, (x,), raise_exception=False)
+        return Result(ok, "gradcheck passed" if ok else "gradcheck failed")
 
 
-@exercise("04.two_inputs", "04_two_inputs.py")
-def two_inputs(path: Path) -> Result:
-    answer = load_python(path)
-    with operator("mul_add(Tensor a, Tensor b, Tensor c) -> Tensor", lambda a, b, c: a * b + c) as library:
-        torch.library.register_autograd("exercise::mul_add", answer.backward, setup_context=answer.setup_context,
-                                        lib=library)
-        a, b, c = (torch.tensor(v, dtype=torch.float64, requires_grad=True)
-                   for v in ([1.0, 2.0], [3.0, -1.0], [0.5, 0.5]))
-        return _gradient_check(torch.ops.exercise.mul_add, [a, b, c], ["a", "b", "c"],
-                               [b.detach(), a.detach(), torch.ones(2, dtype=torch.float64)])
+@exercise("04.redispatch", "hard")
+def redispatch(path: Path) -> Result:
+    calls = []
+
+    def scale2(x):
+        calls.append("CPU")
+        return x * 2
+
+    def scale2_meta(x):
+        calls.append("Meta")
+        return torch.empty_like(x)
+
+    with operator("scale2(Tensor x) -> Tensor", scale2) as library:
+        library.impl("scale2", scale2_meta, "Meta")
+        answer = load_python(path)
+        library.impl("scale2", answer.autograd_kernel, "Autograd", with_keyset=True)
+        op = torch.ops.exercise.scale2.default
+        x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        try:
+            out = op(x)
+        except RecursionError:
+            extra = (" torch.no_grad() turns off recording, not the Autograd key (lesson 00, section 2)."
+                     if mentions(path, r"no_grad") else "")
+            return Result(False, "the call came back to your Autograd kernel again and again (RecursionError): it calls "
+                                 "the operator from the top of the keyset, where Autograd is still the first key." + extra
+                                 + "\nLook again at lesson 03, section 3: passing the call on, in C++ and in Python.")
+        problems = []
+        if not torch.equal(out.detach(), x.detach() * 2) or calls != ["CPU"]:
+            problems.append(f"scale2(x) gave {out.detach().tolist()}, with the CPU kernel called {len(calls)} time(s)")
+        if out.grad_fn is None:
+            problems.append("the output has no grad_fn: nothing was recorded")
+        else:
+            (grad,) = torch.autograd.grad(out.sum(), x)
+            if not torch.equal(grad, torch.full((3,), 2.0)):
+                problems.append(f"gradient {grad.tolist()}, should be [2, 2, 2]")
+        meta = torch.empty(3, device="meta", requires_grad=True)
+        calls.clear()
+        try:
+            op(meta)
+            if calls != ["Meta"]:
+                problems.append(f"on a meta tensor your call ran the {' and '.join(calls) or 'no'} kernel(s), not the "
+                                "Meta kernel: the call below autograd must keep the call's own backend")
+        except (RuntimeError, NotImplementedError) as error:
+            problems.append(f"on a meta tensor: {type(error).__name__}: {str(error).splitlines()[0][:200]}. The call "
+                            "below autograd must keep the call's own backend")
+        return _problems(problems, "below autograd, once, on the call's own backend, with a gradient")
 
 
 # ---------------------------------------------------------------------------------------------
 # 05: autocast
 
 
-@exercise("05.register_autocast", "05_register_autocast.py")
-def register_autocast(path: Path) -> Result:
-    def mm2(a, b):
-        torch._check(a.dtype == b.dtype, lambda: f"exercise::mm2: dtypes {a.dtype} and {b.dtype} differ")
-        return a @ b
+def _mm2(a, b):
+    torch._check(a.dtype == b.dtype, lambda: f"exercise::mm2: dtypes {a.dtype} and {b.dtype} differ")
+    return a @ b
 
-    with operator("mm2(Tensor a, Tensor b) -> Tensor", mm2) as library:
+
+@exercise("05.register_autocast", "easy")
+def register_autocast(path: Path) -> Result:
+    with operator("mm2(Tensor a, Tensor b) -> Tensor", _mm2):
+        library = torch.library.Library("exercise", "IMPL")
         load_python(path).register(library)
         activation, weight = torch.randn(2, 3), torch.randn(3, 4).to(torch.bfloat16)
         try:
@@ -275,110 +408,194 @@ def register_autocast(path: Path) -> Result:
         except RuntimeError as error:
             return Result(False, f"inside autocast, mm2(float32, bfloat16) raised: {str(error).splitlines()[0]}\n"
                                  "Nothing cast the inputs: the call went past AutocastCPU to the CPU kernel as it was.")
-        return Result(out.dtype == torch.bfloat16, f"inside autocast mm2 returned {out.dtype}")
+        if out.dtype != torch.bfloat16:
+            return Result(False, f"inside autocast mm2 returned {out.dtype}: a matrix product runs in the region's "
+                                 "lower precision (lesson 05)")
+        library._destroy()
+        if torch._C._dispatch_has_kernel_for_dispatch_key("exercise::mm2", "AutocastCPU"):
+            return Result(False, "your AutocastCPU kernel outlives the Library you were given: registered without it, "
+                                 "it stays for the life of the process, and nothing can remove it (lesson 05, section 7)")
+        return Result(True, "inside autocast mm2 returned torch.bfloat16, and the registration lives in your Library")
 
 
-@exercise("05.autocast_guard", "05_autocast_guard.cpp")
+def _autocast_guard_crash(path: Path) -> str:
+    """Why 05.autocast_guard's process died: the mistakes lesson 05 warns about, found in the file."""
+    if mentions(path, r"DispatchKey::Autocast\b"):
+        return ("You exclude c10::DispatchKey::Autocast: in C++ that name is an alias kept for old code, and it means "
+                "AutocastCUDA (lesson 05, section 2). Under torch.autocast(\"cpu\") the call comes back to your kernel.")
+    if mentions(path, r"ExcludeDispatchKeyGuard\s*[({]"):
+        return ("Your guard is a temporary: `ExcludeDispatchKeyGuard(...);` with no name is destroyed at the end of that "
+                "statement, before the call it was meant to cover. A guard works while its variable lives.")
+    return ("A stack overflow: your AutocastCPU kernel calls the operator again while AutocastCPU is still in the "
+            "call's keyset, so the dispatcher sends the call back to the same kernel, forever (lesson 05, section 4).")
+
+
+@exercise("05.autocast_guard", "hard", on_crash=_autocast_guard_crash)
 def autocast_guard(path: Path) -> Result:
-    result = in_fresh_process(path, (), """
-        with torch.autocast("cpu"):
-            out = torch.ops.exercise05.double_it(torch.ones(3))
-        report(out.dtype == torch.bfloat16 and out.tolist() == [2.0, 2.0, 2.0], f"inside autocast: {out.tolist()}, {out.dtype}")
-    """)
-    if "died" in result.diagnosis:
-        result.diagnosis += ("\nA stack overflow: your AutocastCPU kernel calls the operator again while AutocastCPU is "
-                             "still in the keyset, so the dispatcher sends the call back to the same kernel, forever. "
-                             "Exclude the key (a guard) before calling again.")
-    return result
+    build.load_sources("exercise05_double_it", [path], label="your 05_autocast_guard.cpp")
+    library = torch.library.Library("exercise05", "FRAGMENT")  # its backward: d(2x) = 2 * grad
+    torch.library.register_autograd("exercise05::double_it", lambda ctx, grad: 2 * grad, lib=library)
+    x = torch.ones(3, requires_grad=True)
+    with torch.autocast("cpu"):
+        out = torch.ops.exercise05.double_it(x)
+    problems = []
+    if out.dtype != torch.bfloat16 or out.tolist() != [2.0, 2.0, 2.0]:
+        problems.append(f"inside autocast: {out.tolist()}, {out.dtype}")
+    if out.grad_fn is None:
+        problems.append("inside autocast the output has no grad_fn: the call skipped autograd. Casting is the Autocast "
+                        "kernel's job; the layers below it must still run (lesson 05, section 2)")
+    else:
+        out.float().sum().backward()
+        if x.grad is None or x.grad.tolist() != [2.0, 2.0, 2.0]:
+            problems.append(f"gradient {None if x.grad is None else x.grad.tolist()}, should be [2, 2, 2]")
+    return _problems(problems, "bfloat16 inside autocast, with its gradient")
 
 
 # ---------------------------------------------------------------------------------------------
 # 06: composition
 
 
-@exercise("06.fake_kernel", "06_fake_kernel.py")
+@exercise("06.fake_kernel", "medium")
 def fake_kernel(path: Path) -> Result:
     with operator("stack2(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.stack([a, b])) as library:
         torch.library.register_fake("exercise::stack2", load_python(path).fake, lib=library)
-        a, b = torch.randn(3, 4), torch.randn(3, 4)
-        fake = torch.ops.exercise.stack2(a.to("meta"), b.to("meta"))
-        real = torch.ops.exercise.stack2(a, b)
-        results = torch.library.opcheck(torch.ops.exercise.stack2.default, (a, b), raise_exception=False)
-        failed = [test for test, outcome in results.items() if outcome != "SUCCESS"]
-        diagnosis = f"fake kernel: shape {list(fake.shape)}, {fake.dtype}; real kernel: {list(real.shape)}, {real.dtype}"
-        return Result(not failed, diagnosis + ("\nopcheck: " + ", ".join(failed) + " failed" if failed else ""))
+        op = torch.ops.exercise.stack2.default
+        cases = [torch.randn(3, 4), torch.randn(4, 3, dtype=torch.float64).t(), torch.arange(6, dtype=torch.int32)]
+        for a in cases:
+            b = a.clone()
+            real, fake = op(a, b), op(a.to("meta"), b.to("meta"))
+            if (fake.shape, fake.dtype, fake.device.type) != (real.shape, real.dtype, "meta"):
+                return Result(False, f"for two {a.dtype} tensors of shape {list(a.shape)}: your fake kernel gives "
+                                     f"shape {list(fake.shape)}, {fake.dtype} on {fake.device}; the real kernel "
+                                     f"{list(real.shape)}, {real.dtype} (and a fake kernel's output lives where its "
+                                     "inputs do)")
+            results = torch.library.opcheck(op, (a, b), raise_exception=False)
+            failed = [test for test, outcome in results.items() if outcome != "SUCCESS"]
+            if failed:
+                return Result(False, f"for two {a.dtype} tensors of shape {list(a.shape)} (strides {list(a.stride())}): "
+                                     f"opcheck's {', '.join(failed)} failed: the fake output must match the real one's "
+                                     "shape, dtype, device and strides")
+        return Result(True, "shape, dtype, device and strides match the real kernel's, for every input")
 
 
-@exercise("06.vmap_rule", "06_vmap_rule.py")
+@exercise("06.vmap_rule", "hard")
 def vmap_rule(path: Path) -> Result:
     calls = []
 
     def rowsum(x):
         torch._check(x.dim() == 2, lambda: f"exercise::rowsum: 2-D only, got {x.dim()}-D")
-        calls.append(x.shape)
+        calls.append(tuple(x.shape))
         return x.sum(1)
 
     with operator("rowsum(Tensor x) -> Tensor", rowsum) as library:
         torch.library.register_vmap("exercise::rowsum", load_python(path).rowsum_rule, lib=library)
         batch = torch.randn(4, 5, 6)
-        out = torch.vmap(torch.ops.exercise.rowsum, in_dims=2)(batch.movedim(0, 2))  # the batch in the last dim
-        if not torch.allclose(out, batch.sum(2)):
-            return Result(False, f"wrong result: shape {list(out.shape)}, wanted {list(batch.sum(2).shape)}")
-        if len(calls) != 1:
-            return Result(False, f"right result, but the kernel ran {len(calls)} times for a batch of 4: a rule should "
-                                 "call it once (4 matrices of 5 rows are one matrix of 20 rows)")
-        return Result(True, f"one call, on shape {list(calls[0])}")
+        for in_dim in (0, 2):
+            calls.clear()
+            out = torch.vmap(torch.ops.exercise.rowsum, in_dims=in_dim)(batch.movedim(0, in_dim))
+            if out.shape != batch.sum(2).shape or not torch.allclose(out, batch.sum(2)):
+                return Result(False, f"with the batch in dimension {in_dim} of x: wrong result, shape "
+                                     f"{list(out.shape)}, wanted {list(batch.sum(2).shape)}")
+            if len(calls) != 1:
+                return Result(False, f"right result, but the kernel ran {len(calls)} times for a batch of 4: a rule "
+                                     "should call it once (4 matrices of 5 rows are one matrix of 20 rows)")
+        return Result(True, f"one call, on shape {list(calls[0])}, wherever the batch dimension is")
 
 
 # ---------------------------------------------------------------------------------------------
 # 07: the cost of a call
 
 
-@exercise("07.records_graph", "07_records_graph.py")
+@exercise("07.records_graph", "medium")
 def records_graph(path: Path) -> Result:
+    import torch.autograd.forward_ad as forward_ad
+
     answer = load_python(path).records_graph
-    wrong = []
+    wrong, cases = [], 0
     for context in ("grad mode on", "torch.no_grad()"):
-        for needs in ((False, False), (True, False), (True, True)):
+        for needs in ((False, False), (True, False), (False, True), (True, True)):
             a, b = (torch.ones(2, requires_grad=flag) for flag in needs)
             with torch.no_grad() if context == "torch.no_grad()" else torch.enable_grad():
                 recorded = torch.mul(a, b).grad_fn is not None
                 yours = bool(answer(a, b))
+            cases += 1
             if yours != recorded:
-                wrong.append(f"{context}, requires_grad {needs}: you say {yours}, torch records "
-                             f"{'a graph' if recorded else 'nothing'}")
-    return Result(not wrong, "\n".join(wrong) if wrong else "right in all 6 cases")
+                wrong.append(f"{context}, requires_grad {needs}")
+    with forward_ad.dual_level():
+        a, b = forward_ad.make_dual(torch.ones(2), torch.ones(2)), torch.ones(2)
+        for context in ("grad mode on", "torch.no_grad()"):
+            with torch.no_grad() if context == "torch.no_grad()" else torch.enable_grad():
+                cases += 1
+                if not answer(a, b):
+                    wrong.append(f"{context}, a forward-mode tangent on the first input (torch.autograd.forward_ad)")
+    if not wrong:
+        return Result(True, f"right in all {cases} cases")
+    more = f" (and {len(wrong) - 1} more case{'s' if len(wrong) > 2 else ''})" if len(wrong) > 1 else ""
+    return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again at "
+                         "lesson 04 (csrc/autograd.cpp's records_graph) and lesson 00, section 2.")
 
 
-@exercise("07.predict_autocast_path", "07_predict_autocast_path.py")
-def predict_autocast_path(path: Path) -> Result:
-    return add_path(path, torch.autocast("cpu"),
-                    "inside torch.autocast('cpu'), AutocastCPU leaves the exclude set, and workbook::add has a kernel "
-                    "there (lesson 05). ADInplaceOrView is a fallthrough for an op that is no view and writes nothing.",
-                    layers=("schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view",
-                            "autocast"))
+class FakeTimer:
+    """07.layer_cost's measurements, made up and repeatable: a call of the operator with the layer costs `cost` µs
+    more than without, plus noise. A drifting machine slows every call down as it runs; spikes hit one call in 16."""
+
+    def __init__(self, cost: float, drift: float = 0.0, spikes: bool = False):
+        self.cost, self.drift, self.spikes, self.calls = cost, drift, spikes, []
+        self.noise = random.Random(7)
+
+    def _time(self, layer: bool) -> float:
+        n = len(self.calls)
+        self.calls.append(layer)
+        spike = 40.0 if self.spikes and n % 16 == 3 else 0.0
+        return 2.0 + self.drift * n + self.noise.gauss(0, 0.03) + spike + (self.cost if layer else 0.0)
+
+    def with_layer(self) -> float:
+        return self._time(True)
+
+    def without(self) -> float:
+        return self._time(False)
+
+
+def _shown(result) -> str:
+    return "(" + ", ".join(f"{value:.2f}" for value in result) + ")" if isinstance(result, tuple) else repr(result)
+
+
+@exercise("07.layer_cost", "hard")
+def layer_cost(path: Path) -> Result:
+    answer = load_python(path).layer_cost
+    problems = []
+    for what, timer, cost in [("a layer of 0.40 µs on a steady machine", FakeTimer(0.4), 0.4),
+                              ("a layer of 0.40 µs on a machine that slows down as it runs", FakeTimer(0.4, drift=0.04), 0.4),
+                              ("a layer of 0.40 µs, with a spike in one call of 16", FakeTimer(0.4, spikes=True), 0.4),
+                              ("no layer at all: the same call twice", FakeTimer(0.0), None)]:
+        result = answer(timer.with_layer, timer.without, rounds=15)
+        interleaved = all(timer.calls[i] != timer.calls[i + 1] for i in range(0, len(timer.calls) - 1, 2))
+        if cost is None:
+            if result is not None:
+                problems.append(f"{what}: you report {_shown(result)}; the difference is within the noise, so report None")
+            continue
+        if result is None:
+            problems.append(f"{what}: you report None (within noise); the cost is there in every round")
+        elif not abs(result[0] - cost) < 0.1:
+            problems.append(f"{what}: you report a median of {result[0]:.2f} µs"
+                            + ("" if not interleaved else "; a statistic that one spike can move is the wrong one"))
+        elif not result[1] <= result[0] <= result[2]:
+            problems.append(f"{what}: {_shown(result)} is not (median, first quartile, third quartile)")
+        else:
+            continue
+        if not interleaved and timer.drift:
+            problems[-1] += ("; you timed all calls with the layer before any without it, so the machine's drift "
+                             "lands in the difference")
+    hint = "\nLook again at lesson 07, section 2: how a cost is measured, and when it is called one." if problems else ""
+    return Result(not problems, "\n".join(problems) + hint if problems else "right on a steady, a drifting and a "
+                                                                            "spiky machine, and silent on noise")
 
 
 # ---------------------------------------------------------------------------------------------
 # 08: shipping
 
 
-@exercise("08.fake_for_stable", "08_fake_for_stable.py")
-def fake_for_stable(path: Path) -> Result:
-    build.load("stable")
-    library = torch.library.Library("workbook_stable", "FRAGMENT")
-    try:
-        torch.library.register_fake("workbook_stable::add", load_python(path).fake, lib=library)
-        a, b = torch.randn(3, 4), torch.randn(4, 3).t()
-        results = torch.library.opcheck(torch.ops.workbook_stable.add.default, (a, b), raise_exception=False)
-    finally:
-        library._destroy()
-    failed = [test for test, outcome in results.items() if outcome != "SUCCESS"]
-    return Result(not failed, "opcheck: " + (", ".join(failed) + " failed: the fake output must match the real one "
-                                             "(shape, dtype, device, strides)" if failed else "every test passed"))
-
-
-@exercise("08.load_before_aoti", "08_load_before_aoti.py")
+@exercise("08.load_before_aoti", "easy")
 def load_before_aoti(path: Path) -> Result:
     site = shipping.install(shipping.build_wheel())
     build.load_all("schemas", "cpu", "meta", "composite")
@@ -387,7 +604,7 @@ def load_before_aoti(path: Path) -> Result:
     x = torch.randn(5, 32, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected = model(x)
-    io = shipping.SHIPPING / "exercise_08_io.pt"
+    io = shipping.SHIPPING / f"exercise_08_io_{path.stem}.pt"
     torch.save({"x": x, "expected": expected}, io)
     printed = shipping.run_python(f"""
         import importlib.util, torch
@@ -403,5 +620,45 @@ def load_before_aoti(path: Path) -> Result:
     last = lines[-1] if lines else "(nothing printed)"
     if last == "same as eager: True":
         return Result(True, last)
-    return Result(False, f"in the fresh Python: {last}\nThe package calls workbook operators by name; the process must "
-                         "have their library loaded before it loads the package.")
+    return Result(False, f"in the fresh Python: {last}\nLook again at lesson 08, 'From a fresh Python': what the "
+                         "package holds of the operators it calls, and what it does not.")
+
+
+@exercise("08.stable_autograd", "hard")
+def stable_autograd(path: Path) -> Result:
+    build.load("stable")
+    answer = load_python(path)
+    library = torch.library.Library("workbook_stable", "FRAGMENT")
+    torch.library.register_fake("workbook_stable::add", answer.fake, lib=library)
+    torch.library.register_autograd("workbook_stable::add", answer.backward, setup_context=answer.setup_context,
+                                    lib=library)
+    op = torch.ops.workbook_stable.add.default
+    problems = []
+    cases = [("contiguous inputs", torch.randn(3, 4), torch.randn(3, 4)),
+             ("a transposed (non-contiguous) `self`", torch.randn(4, 3).t(), torch.randn(3, 4)),
+             ("a transposed `other`", torch.randn(3, 4), torch.randn(4, 3).t())]
+    for what, a, b in cases:
+        for grads in ((True, True), (True, False), (False, True)):
+            a_, b_ = a.clone().requires_grad_(grads[0]), b.clone().requires_grad_(grads[1])
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                results = torch.library.opcheck(op, (a_, b_), raise_exception=False)
+            failed = {test: outcome for test, outcome in results.items() if outcome != "SUCCESS"}
+            if failed:
+                first = next(iter(failed.values()))
+                problems.append(f"{what}, requires_grad {grads}: opcheck's {', '.join(failed)} failed"
+                                + (f" ({str(first).splitlines()[0][:200]})" if str(first) else ""))
+                break
+            if any(FALLBACK_WARNING in str(w.message) for w in caught):
+                problems.append(f"{what}: the gradient came from torch's autograd fallback, not from a formula")
+                break
+        if problems:
+            break
+    if not problems:
+        args = (torch.randn(3, 4, dtype=torch.float64, requires_grad=True),
+                torch.randn(4, 3, dtype=torch.float64).t().requires_grad_())
+        if not torch.autograd.gradcheck(op, args, raise_exception=False):
+            problems.append("gradcheck failed")
+    hint = "\nLook again at lesson 08, section 2 (its limits), and at lessons 04 and 06." if problems else ""
+    return Result(not problems, "\n".join(problems) + hint if problems else "opcheck and gradcheck pass, for every "
+                                                                            "layout and requires_grad")

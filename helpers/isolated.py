@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from .build import REPO
+from .paths import REPO
 
 
 # A crash writes no core file. Where the core size limit is unlimited (`ulimit -c`), lesson 05's stack

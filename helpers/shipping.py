@@ -14,7 +14,6 @@ the second one wait for the first one's result.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -24,24 +23,20 @@ from pathlib import Path
 
 import torch
 
-from . import isolated, progress, samples
-from .build import BUILD_DIR, CSRC, REPO, locked
+from . import isolated, paths, progress, samples, toolchain
+from .paths import CSRC, REPO
 
-SHIPPING = BUILD_DIR.parent / "shipping"
+SHIPPING = paths.BUILD / "shipping"
 TORCH_DIR = Path(torch.__file__).resolve().parent
 
 
-def _hash(paths: list[Path], *extra: str) -> str:
-    digest = hashlib.sha256(torch.__version__.encode())
-    for text in extra:
-        digest.update(b"\0" + text.encode())
-    for path in sorted(paths):
-        digest.update(b"\0" + str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
+def _hash(files: list[Path], *extra: str) -> str:
+    """A cache key over the files, their place in the checkout, and torch's version."""
+    return paths.content_hash(files, torch.__version__, *extra, *(str(path.relative_to(REPO)) for path in files))
 
 
 def _locked(step: str):
-    return locked(SHIPPING / f"{step}.lock")
+    return paths.locked(SHIPPING / f"{step}.lock")
 
 
 def _run(command: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
@@ -160,9 +155,9 @@ def build_runner() -> Path:
     program = SHIPPING / f"runner_{_hash([source])}"
     with _locked("runner"):
         if not program.exists():
-            include, lib = TORCH_DIR / "include", TORCH_DIR / "lib"
-            command = [os.environ.get("CXX", "c++"), "-std=c++20", "-O1", str(source),
-                       f"-I{include}", f"-I{include / 'torch/csrc/api/include'}", f"-L{lib}", f"-Wl,-rpath,{lib}",
+            lib = TORCH_DIR / "lib"
+            command = [paths.compiler(), "-std=c++20", "-O1", str(source),
+                       *(f"-I{folder}" for folder in toolchain.torch_includes()), f"-L{lib}", f"-Wl,-rpath,{lib}",
                        # libtorch.so itself, though the runner calls nothing in it: the model's compiled library
                        # inside the .pt2 needs it, and is dlopen'ed from a temporary folder whose search path does
                        # not include torch/lib. Linked --no-as-needed, it is already in the process by then.

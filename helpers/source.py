@@ -3,7 +3,7 @@ see is the file itself."""
 
 from IPython.display import Code
 
-from .build import CSRC, REPO
+from .paths import CSRC, REPO
 
 def show(name: str, block: str | None = None, stop: str | None = None) -> Code:
     """The file csrc/<name>, or one block of it: from the first line that starts with `block`

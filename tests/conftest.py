@@ -10,7 +10,9 @@ import torch
 # Figures render off-screen here. (Not MPLBACKEND: notebook kernels started by nbval would inherit it.)
 matplotlib.use("Agg")
 
-from helpers import build
+from helpers import build, paths
+
+paths.use_workbook_inductor_cache()  # torch.compile's cache in build/inductor, shared with the lessons
 
 # (major, minor) of the torch under test: a few behaviours differ within the supported range (README).
 TORCH = tuple(int(part) for part in torch.__version__.split(".")[:2])
@@ -39,7 +41,7 @@ def compile_once():
         digest.update(str(os.stat(compiler).st_mtime_ns).encode())
         for path in sorted(map(str, inputs)):
             digest.update(path.encode() + b"\0" + open(path, "rb").read())
-        stamp = build.BUILD_DIR.parent / "compile_checks" / f"{os.path.basename(command[0])}_{digest.hexdigest()[:16]}.ok"
+        stamp = paths.BUILD / "compile_checks" / f"{os.path.basename(command[0])}_{digest.hexdigest()[:16]}.ok"
         if stamp.exists():
             return 0, stamp.read_text(), True
         done = subprocess.run(command, capture_output=True, text=True)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conftest import TORCH
-from helpers import build
+from helpers import build, guard, paths, toolchain
 
 TINY_SOURCE = """#include "tiny.h"
 extern "C" int tiny_value() { return TINY_VALUE; }
@@ -25,8 +25,8 @@ def tiny_csrc(tmp_path, monkeypatch):
     csrc.mkdir()
     (csrc / "tiny.cpp").write_text(TINY_SOURCE)
     (csrc / "tiny.h").write_text("#define TINY_VALUE 1\n")
-    monkeypatch.setattr(build, "CSRC", csrc)
-    monkeypatch.setattr(build, "BUILD_DIR", tmp_path / "build")
+    monkeypatch.setattr(paths, "CSRC", csrc)
+    monkeypatch.setattr(paths, "BUILD_DIR", tmp_path / "build")
     monkeypatch.setattr(build, "LAYERS", {"tiny": ["tiny.cpp"], "broken": ["broken.cpp"]})
     return csrc
 
@@ -56,19 +56,19 @@ def test_cache_key_covers_sources_headers_and_flags(tiny_csrc):
 
 
 def test_toolchain_compiles_for_torchs_cpu_capability():
-    tools = build.toolchain()
+    tools = toolchain.toolchain()
     capability = torch.backends.cpu.get_cpu_capability()
-    wanted = build.CAPABILITY_FLAGS.get(capability, build.CAPABILITY_FLAGS["DEFAULT"])
+    wanted = toolchain.CAPABILITY_FLAGS.get(capability, toolchain.CAPABILITY_FLAGS["DEFAULT"])
     assert tools.capability == capability and all(flag in tools.cflags for flag in wanted)
     assert "-O3" in tools.cflags
-    assert tools.compiler.startswith(os.environ.get("CXX", "c++"))
+    assert tools.compiler.startswith(paths.compiler())
 
 
 @pytest.fixture
 def compiler_without_openmp(tmp_path, monkeypatch):
     """A compiler that refuses -fopenmp, as Apple clang does; otherwise it is the usual one."""
     wrapper = tmp_path / "no-openmp-c++"
-    real = shutil.which(os.environ.get("CXX", "c++"))
+    real = shutil.which(paths.compiler())
     wrapper.write_text(f"""#!/bin/sh
 for arg in "$@"; do
   if [ "$arg" = "-fopenmp" ]; then echo "clang: error: unsupported option '-fopenmp'" >&2; exit 1; fi
@@ -77,14 +77,14 @@ exec {real} "$@"
 """)
     wrapper.chmod(0o755)
     monkeypatch.setenv("CXX", str(wrapper))
-    build.toolchain.cache_clear()
+    toolchain.toolchain.cache_clear()
     yield
-    build.toolchain.cache_clear()
+    toolchain.toolchain.cache_clear()
 
 
 def test_a_compiler_without_openmp_builds_and_says_kernels_run_on_one_thread(
         compiler_without_openmp, tiny_csrc, capsys):
-    tools = build.toolchain()
+    tools = toolchain.toolchain()
     assert tools.openmp_cflags == [] and tools.openmp_ldflags == []
     assert tools.openmp.startswith("no OpenMP (unsupported option '-fopenmp')") and "ONE thread" in tools.openmp
     capsys.readouterr()  # the probe's own report
@@ -92,25 +92,25 @@ def test_a_compiler_without_openmp_builds_and_says_kernels_run_on_one_thread(
     assert built.compiled and ctypes.CDLL(str(built.library)).tiny_value() == 1
     assert "ONE thread" not in capsys.readouterr().err  # tiny has no parallel loop: nothing to warn about
     (tiny_csrc / "tiny.cpp").write_text("#if 0\n#include <ATen/Parallel.h>\n#endif\n" + TINY_SOURCE)
-    assert build.is_parallel([tiny_csrc / "tiny.cpp"])
+    assert toolchain.is_parallel([tiny_csrc / "tiny.cpp"])
     assert build.load("tiny").compiled and "ONE thread" in capsys.readouterr().err  # a parallel layer: the log says so
 
 
 def test_openmp_flags_go_to_parallel_layers_only():
-    tools = build.toolchain()
-    assert build.is_parallel(build.layer_sources("cpu")) and not build.is_parallel(build.layer_sources("schemas"))
+    tools = toolchain.toolchain()
+    assert toolchain.is_parallel(build.layer_sources("cpu")) and not toolchain.is_parallel(build.layer_sources("schemas"))
     assert tools.flags(build.layer_sources("cpu")) == ([*tools.cflags, *tools.openmp_cflags], tools.openmp_ldflags)
     assert tools.flags(build.layer_sources("schemas")) == (tools.cflags, [])
 
 
 def test_openmp_can_be_switched_off(monkeypatch, tiny_csrc):
     monkeypatch.setenv("WORKBOOK_OPENMP", "0")
-    build.toolchain.cache_clear()
+    toolchain.toolchain.cache_clear()
     try:
-        tools = build.toolchain()
+        tools = toolchain.toolchain()
         assert tools.openmp_cflags == [] and tools.openmp.startswith("OpenMP off")
     finally:
-        build.toolchain.cache_clear()
+        toolchain.toolchain.cache_clear()
 
 
 def test_compile_error_shows_first_diagnostic_with_file_and_line(tiny_csrc):
@@ -125,9 +125,9 @@ def test_compile_error_shows_first_diagnostic_with_file_and_line(tiny_csrc):
 def test_redefining_a_loaded_namespace_raises_instead_of_aborting(workbook, tmp_path, monkeypatch):
     # An edited copy of schemas.cpp is a different library defining the same namespace.
     csrc = tmp_path / "csrc"
-    shutil.copytree(build.CSRC, csrc)
+    shutil.copytree(paths.CSRC, csrc)
     (csrc / "schemas.cpp").write_text((csrc / "schemas.cpp").read_text() + "// edited\n")
-    monkeypatch.setattr(build, "CSRC", csrc)
+    monkeypatch.setattr(paths, "CSRC", csrc)
     with pytest.raises(build.NamespaceAlreadyRegistered, match="restart the kernel"):
         build.load("schemas")
     assert torch.ops.workbook.add(torch.ones(2), torch.ones(2)).tolist() == [2.0, 2.0]
@@ -142,7 +142,7 @@ def test_loading_the_same_build_again_is_a_no_op(workbook):
 def test_defined_namespaces_ignores_impl_and_fragment(tmp_path):
     source = tmp_path / "x.cpp"
     source.write_text("TORCH_LIBRARY(alpha, m) {}\nTORCH_LIBRARY_IMPL(beta, CPU, m) {}\nTORCH_LIBRARY_FRAGMENT(gamma, m) {}\n")
-    assert build.defined_namespaces([source]) == {"alpha"}
+    assert guard.defined_namespaces([source]) == {"alpha"}
 
 
 def test_unknown_layer_lists_the_known_ones():
@@ -153,14 +153,14 @@ def test_unknown_layer_lists_the_known_ones():
 def test_defined_ops_reads_library_and_fragment_defs(tmp_path):
     source = tmp_path / "x.cpp"
     source.write_text('TORCH_LIBRARY_FRAGMENT(alpha, m) {\n  m.def("one(Tensor x) -> Tensor");\n  m.def("two() -> ()");\n}\n')
-    assert build.defined_ops([source]) == {"alpha::one", "alpha::two"}
+    assert guard.defined_ops([source]) == {"alpha::one", "alpha::two"}
 
 
 def test_redefining_an_op_from_a_fragment_raises(workbook, tmp_path, monkeypatch):
     source = tmp_path / "again.cpp"
     source.write_text('TORCH_LIBRARY_FRAGMENT(workbook, m) {\n  m.def("add(Tensor a, Tensor b) -> Tensor");\n}\n')
     with pytest.raises(build.NamespaceAlreadyRegistered, match="operator workbook::add"):
-        build.check_namespaces_free("again", [source])
+        guard.check_namespaces_free("again", [source])
 
 
 def test_cpu_kernels_compile_for_arm(tmp_path, compile_once):
@@ -170,17 +170,17 @@ def test_cpu_kernels_compile_for_arm(tmp_path, compile_once):
     if cross is None:
         pytest.skip("aarch64-linux-gnu-g++ not installed: the Arm compile check did not run")
     include = os.path.join(os.path.dirname(torch.__file__), "include")
-    command = [cross, "-c", "-std=c++20", "-fPIC", "-O3", *build.CAPABILITY_FLAGS["DEFAULT"], "-fopenmp",
-               f"-I{include}", f"-I{include}/torch/csrc/api/include", f"-I{build.CSRC}",
-               str(build.CSRC / "cpu.cpp"), "-o", str(tmp_path / "cpu.o")]
-    returncode, output, _ = compile_once(command, [build.CSRC / "cpu.cpp", *build.CSRC.rglob("*.h")], tmp_path / "cpu.o")
+    command = [cross, "-c", "-std=c++20", "-fPIC", "-O3", *toolchain.CAPABILITY_FLAGS["DEFAULT"], "-fopenmp",
+               f"-I{include}", f"-I{include}/torch/csrc/api/include", f"-I{paths.CSRC}",
+               str(paths.CSRC / "cpu.cpp"), "-o", str(tmp_path / "cpu.o")]
+    returncode, output, _ = compile_once(command, [paths.CSRC / "cpu.cpp", *paths.CSRC.rglob("*.h")], tmp_path / "cpu.o")
     assert returncode == 0, output[-3000:]
 
 
 def test_compile_once_remembers_passes_only(tmp_path, compile_once, monkeypatch):
-    monkeypatch.setattr(build, "BUILD_DIR", tmp_path / "build" / "extensions")
+    monkeypatch.setattr(paths, "BUILD_DIR", tmp_path / "build" / "extensions")
     source, output = tmp_path / "check.cpp", tmp_path / "check.o"
-    command = [build._compiler(), "-c", str(source), "-o", str(output)]
+    command = [paths.compiler(), "-c", str(source), "-o", str(output)]
     source.write_text("int broken( {\n")
     assert compile_once(command, [source], output)[0] != 0
     assert compile_once(command, [source], output)[0] != 0, "a failure must run again"
@@ -192,25 +192,25 @@ def test_compile_once_remembers_passes_only(tmp_path, compile_once, monkeypatch)
 
 
 def test_precompiled_header_is_built_with_the_flags_of_the_layers_that_read_it(workbook):
-    tools = build.toolchain()
+    tools = toolchain.toolchain()
     if "clang" in tools.compiler or os.environ.get("WORKBOOK_PCH") == "0":
         pytest.skip("no precompiled header with clang, or with WORKBOOK_PCH=0")
     sources = build.layer_sources("meta")
     layer_cflags = tools.flags(sources)[0]
-    pch = build.precompiled_header(sources, layer_cflags)
+    pch = toolchain.precompiled_header(sources, layer_cflags)
     assert pch[:1] == ["-include"] and Path(pch[1] + ".gch").exists()
     # What cpp_extension.load really passed to the compiler for the meta layer (g++ ignores a .gch built otherwise).
     ninja = (build.library_path("meta").parent / "build.ninja").read_text()
     name, *cflags = re.search(r"^cflags = (.*)$", ninja, re.MULTILINE)[1].split()
     assert name.startswith("-DTORCH_EXTENSION_NAME=")
-    assert cflags == build.extension_cflags(layer_cflags) + pch
+    assert cflags == toolchain.extension_cflags(layer_cflags) + pch
 
 
 def test_no_precompiled_header_for_the_stable_abi_layer_or_openmp_layers():
-    tools = build.toolchain()
+    tools = toolchain.toolchain()
     stable = build.layer_sources("stable")
-    assert build.precompiled_header(stable, tools.flags(stable)[0]) == []  # it must not see torch/library.h
-    assert build.precompiled_header(build.layer_sources("cpu"), [*tools.cflags, "-fopenmp"]) == []
+    assert toolchain.precompiled_header(stable, tools.flags(stable)[0]) == []  # it must not see torch/library.h
+    assert toolchain.precompiled_header(build.layer_sources("cpu"), [*tools.cflags, "-fopenmp"]) == []
 
 
 @pytest.mark.parametrize("standard", ["c++17", "c++20"])
@@ -219,7 +219,7 @@ def test_torchs_headers_need_cpp20_from_torch_2_14(tmp_path, standard):
     source = tmp_path / "uses_torch.cpp"
     source.write_text("#include <c10/util/intrusive_ptr.h>\n")
     include = torch.utils.cpp_extension.include_paths()[0]
-    done = subprocess.run([os.environ.get("CXX", "c++"), f"-std={standard}", "-fsyntax-only", f"-I{include}", str(source)],
+    done = subprocess.run([paths.compiler(), f"-std={standard}", "-fsyntax-only", f"-I{include}", str(source)],
                           capture_output=True, text=True)
     needs_cpp20 = TORCH >= (2, 14)
     if standard == "c++17" and needs_cpp20:

@@ -13,16 +13,16 @@ import time
 import pytest
 import torch
 
-from helpers import build
+from helpers import build, paths
 
-CU_FILES = sorted(build.CSRC.rglob("*.cu"))
+CU_FILES = sorted(paths.CSRC.rglob("*.cu"))
 
 
 def nvcc_command(source, output):
     include = os.path.join(os.path.dirname(torch.__file__), "include")
     return [
         "nvcc", "-c", "-std=c++20", "-Xcompiler", "-fPIC",
-        f"-I{include}", f"-I{os.path.join(include, 'torch', 'csrc', 'api', 'include')}", f"-I{build.CSRC}",
+        f"-I{include}", f"-I{os.path.join(include, 'torch', 'csrc', 'api', 'include')}", f"-I{paths.CSRC}",
         # torch's headers expect a generated c10/cuda/impl/cuda_cmake_macros.h, absent from a CPU wheel.
         "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE",
         "--expt-relaxed-constexpr",
@@ -37,19 +37,19 @@ def first_error_lines(output: str, limit: int = 15) -> str:
 
 
 def test_there_are_cu_files():
-    assert CU_FILES, f"no .cu file under {build.CSRC}"
+    assert CU_FILES, f"no .cu file under {paths.CSRC}"
 
 
-@pytest.mark.parametrize("source", CU_FILES, ids=[str(p.relative_to(build.CSRC)) for p in CU_FILES])
+@pytest.mark.parametrize("source", CU_FILES, ids=[str(p.relative_to(paths.CSRC)) for p in CU_FILES])
 def test_every_cu_file_compiles_with_nvcc(source, tmp_path, compile_once):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc not found: the CUDA sources were not compile-checked")
     start = time.perf_counter()
-    inputs = [source, *build.CSRC.rglob("*.h")]
+    inputs = [source, *paths.CSRC.rglob("*.h")]
     returncode, output, _ = compile_once(nvcc_command(source, tmp_path / "x.o"), inputs, tmp_path / "x.o")
     seconds = time.perf_counter() - start
     assert returncode == 0, (
-        f"nvcc rejected {source.relative_to(build.REPO)} (rc {returncode}, {seconds:.0f} s):\n"
+        f"nvcc rejected {source.relative_to(paths.REPO)} (rc {returncode}, {seconds:.0f} s):\n"
         f"{first_error_lines(output)}"
     )
 

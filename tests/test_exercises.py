@@ -1,71 +1,74 @@
-"""Every exercise's check fails on the untouched skeleton, with a diagnosis, and passes on the reference solution:
-no check can pass vacuously. C++ exercises are built and run in fresh processes (helpers.exercises.in_fresh_process),
-so a crashing skeleton (05.autocast_guard) cannot take the test run with it."""
+"""Every exercise's check, proven: it fails on the untouched skeleton, fails on every mistake in exercises/mistakes.py with
+the diagnosis that mistake names, and passes on the reference solution. Checks run in processes of their own (exercises/runner.py), so a crashing file cannot take
+the test run with it, and no check sees what an earlier one registered."""
+
+import re
 
 import pytest
 
-from helpers import exercises
+import exercises
+from exercises import SKELETONS, SOLUTIONS
+from exercises.mistakes import MISTAKES
 
-EXERCISES = sorted(exercises._checks())
-# What each skeleton's diagnosis must say: the failure the exercise is about, not some other error.
-SKELETON_DIAGNOSES = {
-    "00.predict_path": "the dispatcher calls 'AutogradCPU'",
-    "00.inference_mode": "the dispatcher calls 'CPU'",
-    "01.schema": "Tensor(a!)",
-    "01.fragment": "defines namespace workbook, which this process already has",
-    "02.composite_key": "no fake impl or Meta kernel",
-    "02.meta_kernel": "your kernel returns shape [4]",
-    "03.autograd_outcomes": "'fallthrough': you said 'grad'; it is 'error'",
-    "03.fallthrough": "torch's autograd fallback still runs",
-    "04.backward": "yours [1.0, 1.0, 1.0], right [0.75, 3.0, 12.0]",
-    "04.two_inputs": "d/da",
-    "05.register_autocast": "dtypes torch.float32 and torch.bfloat16 differ",
-    "05.autocast_guard": "A stack overflow",
-    "06.fake_kernel": "test_faketensor failed",
-    "06.vmap_rule": "the kernel ran 4 times",
-    "07.records_graph": "torch.no_grad(), requires_grad (True, False): you say True",
-    "07.predict_autocast_path": "the dispatcher calls 'AutocastCPU'",
-    "08.fake_for_stable": "test_faketensor failed",
-    "08.load_before_aoti": "Could not find schema for workbook::matmul",
-}
+EXERCISES = exercises._exercises()
 
 
-def test_every_lesson_has_at_least_two_exercises():
-    lessons = [f"{n:02d}" for n in range(9)]
-    assert {lesson: sum(e.startswith(lesson + ".") for e in EXERCISES) >= 2 for lesson in lessons} == dict.fromkeys(
-        lessons, True)
-    assert sorted(SKELETON_DIAGNOSES) == EXERCISES
-
-
-# Checks that build C++ or start a fresh Python (seconds each) run on their skeletons in the lessons themselves, whose
-# stored FAIL lines and diagnoses nbval compares; the others are cheap enough to run here too.
-IN_FRESH_PROCESS = {"01.fragment", "02.meta_kernel", "05.autocast_guard", "08.load_before_aoti"}
-
-
-@pytest.mark.parametrize("exercise_id", sorted(set(EXERCISES) - IN_FRESH_PROCESS))
-def test_check_fails_on_the_skeleton_with_its_diagnosis(workbook, exercise_id):
-    file = exercises.CHECKS[exercise_id][0]
-    result = exercises.run_check(exercise_id, exercises.SKELETONS / file)
-    assert not result.passed
-    assert SKELETON_DIAGNOSES[exercise_id] in result.diagnosis
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_check_passes_on_the_solution(workbook, exercise_id):
-    file = exercises.CHECKS[exercise_id][0]
-    result = exercises.run_check(exercise_id, exercises.SOLUTIONS / file)
+@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+def test_check_fails_on_the_skeleton_and_passes_on_the_solution(exercise_id):
+    file = EXERCISES[exercise_id].file
+    result = exercises.run_check(exercise_id, SKELETONS / file)
+    assert not result.passed, result.diagnosis
+    result = exercises.run_check(exercise_id, SOLUTIONS / file)
     assert result.passed, result.diagnosis
 
 
-def test_check_reads_the_readers_copy_but_skeletons_under_make_test(monkeypatch, tmp_path):
+@pytest.mark.parametrize("mistake", MISTAKES, ids=lambda m: f"{m.exercise}-{m.name}")
+def test_check_catches_the_mistake(mistake, tmp_path):
+    path = tmp_path / EXERCISES[mistake.exercise].file
+    path.write_text(mistake.text())
+    result = exercises.run_check(mistake.exercise, path)
+    assert not result.passed and mistake.expect in result.diagnosis, result.diagnosis
+
+
+def test_every_lesson_has_two_exercises_one_hard_and_three_mistakes_each():
+    for lesson in (f"{n:02d}" for n in range(9)):
+        ours = [e for e in EXERCISES.values() if e.id.startswith(lesson + ".")]
+        assert len(ours) >= 2 and any(e.difficulty == "hard" for e in ours), lesson
+    for exercise in EXERCISES.values():
+        assert sum(m.exercise == exercise.id for m in MISTAKES) >= 3, exercise.id
+
+
+def test_no_skeleton_diagnosis_gives_the_answer():
+    # What a lesson stores for an untouched skeleton is its diagnosis: it must not contain the solution's own answer.
+    spoilers = {"00.predict_path": "'AutogradCPU'", "01.schema": "Tensor(a!)", "02.composite_key": "CompositeImplicit",
+                "03.fallthrough": "fallthrough_kernel", "05.register_autocast": "register_autocast",
+                "05.autocast_guard": "ExcludeDispatchKeyGuard"}
+    for exercise_id, answer in spoilers.items():
+        assert answer not in exercises.run_check(exercise_id, SKELETONS / EXERCISES[exercise_id].file).diagnosis
+
+
+def test_a_verdict_does_not_depend_on_what_was_checked_before():
+    # Lesson 05's exercise, as a learner ran it: a solution that registers at AutocastCPU, then the untouched skeleton.
+    assert exercises.run_check("05.register_autocast", SOLUTIONS / "05_register_autocast.py").passed
+    assert not exercises.run_check("05.register_autocast", SKELETONS / "05_register_autocast.py").passed
+
+
+def test_check_reads_the_readers_copy_but_skeletons_under_make_test(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(exercises, "MINE", tmp_path)
     monkeypatch.delenv("WORKBOOK_EXERCISES", raising=False)
-    assert exercises.path_of("00.predict_path") == exercises.SKELETONS / "00_predict_path.py"
+    assert exercises.path_of("00.predict_path") == SKELETONS / "00_predict_path.py"
     copy = exercises.start("00.predict_path")
-    assert copy == tmp_path / "00_predict_path.py"
-    assert copy.read_text() == (exercises.SKELETONS / "00_predict_path.py").read_text()
+    assert copy == tmp_path / "00_predict_path.py" and "copied to" in capsys.readouterr().out
+    assert copy.read_text() == (SKELETONS / "00_predict_path.py").read_text()
     copy.write_text("PATH = []\n")
-    assert exercises.start("00.predict_path").read_text() == "PATH = []\n"  # start() keeps the reader's work
+    assert exercises.start("00.predict_path").read_text() == "PATH = []\n"  # start() keeps the reader's work ...
+    assert "kept, with your changes" in capsys.readouterr().out  # ... and says so
     assert exercises.path_of("00.predict_path") == copy
     monkeypatch.setenv("WORKBOOK_EXERCISES", "skeletons")
-    assert exercises.path_of("00.predict_path") == exercises.SKELETONS / "00_predict_path.py"
+    assert exercises.path_of("00.predict_path") == SKELETONS / "00_predict_path.py"
+
+
+def test_readme_lists_every_exercise_with_its_difficulty():
+    readme = (SKELETONS.parent / "README.md").read_text()
+    for exercise in EXERCISES.values():
+        assert re.search(rf"`{re.escape(exercise.id)}`\s*\|\s*{exercise.difficulty}\b", readme), exercise.id

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from conftest import TORCH
-from helpers import build, shipping, trace
+from helpers import build, shipping, toolchain, trace
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_wheel_is_one_abi3_wheel_holding_the_library_and_the_python_side():
 def test_wheel_library_needs_no_python_and_runs_kernels_on_threads(site):
     symbols = shipping.imported_symbols(site / "workbook_ops" / "_C.abi3.so")
     assert not [name for name in symbols if name.startswith(("Py", "_Py"))]  # the py_limited_api promise, kept
-    if "g++" in build.toolchain().compiler or "GCC" in build.toolchain().compiler:
+    if "g++" in toolchain.toolchain().compiler or "GCC" in toolchain.toolchain().compiler:
         assert "GOMP_parallel" in symbols  # -fopenmp: at::parallel_for uses threads
 
 

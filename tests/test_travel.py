@@ -11,11 +11,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from helpers import build
+from helpers import paths
 
 COPIED = ["helpers/trace.py", "helpers/plot.py", "csrc/trace.h", "csrc/trace_ops.cpp"]
 
-README = (build.REPO / "README.md").read_text()
+README = (paths.REPO / "README.md").read_text()
 SECTION = README[README.index("## Using this in your own project"):]
 
 # What the reader checks after running the README's cell (its names: x, t, figure).
@@ -45,7 +45,7 @@ def readme_block(language: str) -> str:
 
 def reader_folder() -> Path:
     """A folder outside the checkout, the same on every run (so a second run finds the build done)."""
-    tag = hashlib.sha256(str(build.REPO).encode()).hexdigest()[:8]
+    tag = hashlib.sha256(str(paths.REPO).encode()).hexdigest()[:8]
     return Path(tempfile.gettempdir()) / f"dispatcher-workbook-reader-{tag}"
 
 
@@ -59,7 +59,7 @@ def test_copied_trace_and_plot_trace_a_readers_own_operator():
     folder = reader_folder()
     folder.mkdir(exist_ok=True)
     for name in COPIED:
-        source, target = build.REPO / name, folder / Path(name).name
+        source, target = paths.REPO / name, folder / Path(name).name
         if not target.exists() or not filecmp.cmp(source, target, shallow=False):
             shutil.copy(source, target)
     put(folder / "my_ops.cpp", readme_block("cpp"))

@@ -8,4 +8,4 @@
 with lesson 00's layers (schemas, cpu)? Write their dispatch keys, highest priority first.
 """
 
-PATH = ["AutogradCPU", "CPU"]  # no_grad changes no key: torch's autograd fallback still runs, records nothing
+PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch's autograd fallback still runs

@@ -1,8 +1,10 @@
-// Exercise 02.meta_kernel (medium): a Meta kernel.
+// Exercise 02.meta_kernel (hard): a Meta kernel for every size, even an unknown one.
 //
 // exercise02::outer(Tensor a, Tensor b) -> Tensor is the outer product of two 1-D float32 tensors: out[i][j] =
 // a[i] * b[j], of shape (len(a), len(b)). Its CPU kernel is written. Its Meta kernel, which torch.compile and
-// torch.export run on fake tensors to learn the output's shape, dtype and device, returns the wrong shape. Fix it.
+// torch.export run on fake tensors to learn the output's shape, dtype and device, returns the wrong shape. Fix it so
+// that it is right on meta tensors, and under torch.compile(dynamic=True), where sizes are symbols: the check compiles
+// a function that calls it once, for three sizes.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
@@ -29,7 +31,8 @@ at::Tensor outer_cpu(const at::Tensor& a, const at::Tensor& b) {
 
 at::Tensor outer_meta(const at::Tensor& a, const at::Tensor& b) {
   check_inputs(a, b);
-  return at::empty({a.size(0), b.size(0)}, a.options());  // no data: only shape, dtype and device
+  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).
+  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());
 }
 
 }  // namespace

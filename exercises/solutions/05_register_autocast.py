@@ -3,7 +3,7 @@
 `exercise::mm2(Tensor a, Tensor b) -> Tensor` is a matrix product whose CPU kernel refuses two different dtypes.
 Inside torch.autocast("cpu"), a model calls it with a float32 activation and a bfloat16 weight, and it raises.
 Make autocast cast both inputs to bfloat16 before the kernel runs. `lib` is the torch.library.Library to register
-with (pass it as `lib=`).
+with: the registration must live in it, so that the check can remove it again (lesson 05, section 7).
 """
 
 import torch

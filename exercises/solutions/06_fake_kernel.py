@@ -2,11 +2,12 @@
 
 `exercise::stack2(Tensor a, Tensor b) -> Tensor` stacks two tensors of the same shape into one with a new first
 dimension of size 2 (torch.stack([a, b])). Its CPU kernel is registered. Its fake kernel (what torch.compile and
-torch.export run on fake tensors) must return an empty tensor of the real output's shape, dtype and device.
+torch.export run on fake tensors) must return an empty tensor of the real output's shape, dtype, device and strides,
+for any dtype and any layout of the inputs.
 """
 
 import torch
 
 
 def fake(a, b):
-    return a.new_empty((2, *a.shape))
+    return a.new_empty(2, *a.shape)  # a's dtype and device; new_empty is contiguous, as torch.stack's result

@@ -1,0 +1,31 @@
+"""Exercise 00.walk (hard): the dispatcher's walk, by hand.
+
+Write `kernels(op, *args)`: the dispatch keys whose kernels the dispatcher calls for op(*args), here and now, highest
+priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not helpers.trace. The check
+compares your list with the dispatcher's for aten's and the workbook's operators, on CPU, meta and sparse tensors, and
+inside torch.no_grad(), torch.inference_mode() and torch.autocast("cpu").
+"""
+
+import torch
+
+C = torch._C
+
+
+def name_of(op) -> str:
+    """'aten::mm' or 'aten::add.Tensor': the name torch._C._dispatch_dump_table takes."""
+    schema = op._schema
+    return schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
+
+
+def is_backend(key) -> bool:
+    """CPU, CUDA, Meta, SparseCPU, ...: the keys whose kernels compute instead of handing the call on."""
+    return C.DispatchKey.StartOfDenseBackends.value < key.value <= C.DispatchKey.EndOfNestedTensorBackends.value
+
+
+def kernels(op, *args) -> list[str]:
+    keyset = C.DispatchKeySet(C.DispatchKey.Undefined)
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            keyset = keyset | C._dispatch_keys(arg)
+    # TODO: the call's keyset has two more terms; then walk it, key by key, as the dispatcher does.
+    return [C._dispatch_key_name(keyset.highestPriorityTypeId())]

@@ -1,0 +1,25 @@
+"""Exercise 03.inplace_autograd (hard): gradients through an in-place operator.
+
+`exercise::add_(Tensor(a!) x, Tensor other) -> Tensor(a!)` adds `other` into `x` and returns `x`; its CPU kernel is
+registered for you. Its Autograd kernel (below, registered for you at the Autograd key, with the call's keyset) applies
+AddInPlace, a torch.autograd.Function, the Python twin of csrc/autograd.cpp's AddInPlace (lesson 03, section 4).
+Write its forward and backward: forward adds `other` into `x` through the operator's kernels below autograd (this
+Autograd kernel must not run again), and tells autograd that `x` was modified in place; after
+`y = x.clone(); add_(y, other)`, backward must give x and other their gradients.
+"""
+
+import torch
+
+
+class AddInPlace(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, keyset, x, other):
+        return x  # TODO: write other into x below autograd, and tell autograd that x changed
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, grad, None  # TODO: one gradient per input of forward (keyset, x, other)
+
+
+def autograd_kernel(keyset, x, other):
+    return AddInPlace.apply(keyset, x, other)

@@ -1,0 +1,16 @@
+"""Exercise 07.layer_cost (hard): what a layer costs, measured as lesson 07 measures it.
+
+Write `layer_cost(time_with, time_without, rounds)`. Each call of `time_with()` times one call of an operator with a
+layer (an Autograd kernel, say) and returns microseconds; `time_without()` the same call without the layer. Return
+the layer's cost as (median, first quartile, third quartile) in microseconds, over `rounds` rounds, or None when the
+cost is within the noise of the machine. The check hands you made-up timers: a steady machine, one that slows down as
+it runs, one with spikes, and one where the layer costs nothing.
+"""
+
+import statistics
+
+
+def layer_cost(time_with, time_without, rounds: int):
+    with_ = [time_with() for _ in range(rounds)]  # TODO: is this the way to measure a difference?
+    without = [time_without() for _ in range(rounds)]
+    return statistics.mean(with_) - statistics.mean(without), 0.0, 0.0

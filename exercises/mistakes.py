@@ -1,0 +1,346 @@
+"""The mistakes each check must catch: a reference solution with one mistake edited in.
+
+A mistake is (exercise, name, what is wrong, words its diagnosis must contain, edits): each edit replaces text that
+stands once in the solution, so a mistake cannot silently stop applying when a solution changes. tests/test_exercises.py
+writes each one out and proves its check fails with that diagnosis. They are the errors learners make, and where a
+check once passed a wrong answer, that answer is here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import checks  # noqa: F401 - registers the exercises
+from .toolkit import EXERCISES, FOLDER
+
+
+@dataclass(frozen=True)
+class Mistake:
+    exercise: str
+    name: str
+    why: str
+    expect: str
+    edits: list
+
+    def text(self) -> str:
+        """The reference solution with this mistake's edits made."""
+        solution = (FOLDER / "solutions" / EXERCISES[self.exercise].file).read_text()
+        for old, _ in self.edits:
+            assert solution.count(old) == 1, f"{self.exercise} {self.name}: {old!r} no longer stands once in the solution"
+        text, done = "", 0
+        for old, new in sorted(self.edits, key=lambda edit: solution.index(edit[0])):
+            start = solution.index(old)
+            text += solution[done:start] + new
+            done = start + len(old)
+        return text + solution[done:]
+
+
+MISTAKES = [
+    # 00.predict_path
+    Mistake('00.predict_path', 'ad_inplace_or_view', 'ADInplaceOrView runs for every call',
+            expect="your kernel 1, 'ADInplaceOrView'",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
+             'PATH = ["ADInplaceOrView", "CPU"]\n')]),
+    Mistake('00.predict_path', 'autocast_too', 'AutocastCPU, which the exclude set removes',
+            expect="your kernel 1, 'AutocastCPU'",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
+             'PATH = ["AutocastCPU", "AutogradCPU", "CPU"]\n')]),
+    Mistake('00.predict_path', 'with_fallthroughs', 'the fallthrough keys listed as kernels',
+            expect="your kernel 2, 'ADInplaceOrView'",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
+             'PATH = ["AutogradCPU", "ADInplaceOrView", "BackendSelect", "CPU"]\n')]),
+    # 00.walk
+    Mistake('00.walk', 'first_kernel_only', 'stops at the first kernel, as if every kernel ended the call',
+            expect='after your 1 kernel(s) the dispatcher calls more',
+            edits=[('    path = []\n',
+             ''),
+            (('            path.append(name)\n'
+              '            if is_backend(key):\n'
+              '                break\n'),
+             '            return [name]\n'),
+            ('    return path\n',
+             '    return []\n')]),
+    Mistake('00.walk', 'no_fallthrough', 'a fallthrough entry counted as a kernel',
+            expect="your kernel 2, 'ADInplaceOrView'",
+            edits=[(('        row = next((line for line in table if line.startswith(f"{name}:")), "")\n'
+              '        if row and "fallthrough" not in row:\n'),
+             '        if any(line.startswith(f"{name}:") for line in table):\n')]),
+    Mistake('00.walk', 'tensor_keys_only', "the tensors' keys alone, without the thread-local include and exclude sets",
+            expect="aten::mm(a, b): your kernel 1, 'AutocastCPU'",
+            edits=[('    keyset = (keyset | C._dispatch_tls_local_include_set()) - C._dispatch_tls_local_exclude_set()\n',
+             '')]),
+    # 01.alias_annotations
+    Mistake('01.alias_annotations', 'mutation_unmarked', 'clamp_ writes x, and the schema does not say so',
+            expect="clamp_: opcheck's test_schema failed",
+            edits=[('    "clamp_": "clamp_(Tensor(a!) x, float lo, float hi) -> Tensor(a!)",\n',
+             '    "clamp_": "clamp_(Tensor x, float lo, float hi) -> Tensor",\n'),
+            ('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
+             'TAGS = {"diagonal": [], "clamp_": [], "rowsum_out": [torch.Tag.out]}\n')]),
+    Mistake('01.alias_annotations', 'no_tags', 'the mutated arguments returned without the tags',
+            expect='clamp_: torch.compile cannot turn calls of it into functional ones',
+            edits=[('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
+             'TAGS = {"diagonal": [], "clamp_": [], "rowsum_out": []}\n')]),
+    Mistake('01.alias_annotations', 'swapped_tags', 'inplace and out swapped',
+            expect='torch refuses the definition',
+            edits=[('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
+             'TAGS = {"diagonal": [], "clamp_": [torch.Tag.out], "rowsum_out": [torch.Tag.inplace]}\n')]),
+    Mistake('01.alias_annotations', 'view_unmarked', "the view's output is not marked as an alias of x",
+            expect="diagonal: opcheck's test_schema failed",
+            edits=[('    "diagonal": "diagonal(Tensor(a) x) -> Tensor(a)",\n',
+             '    "diagonal": "diagonal(Tensor x) -> Tensor",\n')]),
+    # 01.schema
+    Mistake('01.schema', 'limit_positional', 'limit can be passed by position',
+            expect='can only be passed by keyword',
+            edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
+             'SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, float? limit=None) -> ()"\n')]),
+    Mistake('01.schema', 'not_written', 'x is written in place, and the schema does not say so',
+            expect='is written to, and your schema does not say so',
+            edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
+             'SCHEMA = "scale_(Tensor x, float factor=2.0, *, float? limit=None) -> ()"\n')]),
+    Mistake('01.schema', 'reordered', 'factor before x',
+            expect='Non-default positional argument follows default argument',
+            edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
+             'SCHEMA = "scale_(float factor=2.0, Tensor(a!) x, *, float? limit=None) -> ()"\n')]),
+    Mistake('01.schema', 'returns_x', "returns the tensor, which the task's operator does not",
+            expect='returns nothing',
+            edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
+             'SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> Tensor(a!)"\n')]),
+    # 02.composite_key
+    Mistake('02.composite_key', 'autograd_alias', 'the Autograd alias: autograd keys only, so nothing is left when inference_mode excludes them',
+            expect='inside torch.inference_mode()',
+            edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n',
+             'KEY = "Autograd"\n')]),
+    Mistake('02.composite_key', 'autograd_cpu', "AutogradCPU: one backend's autograd key",
+            expect='meta tensors',
+            edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n',
+             'KEY = "AutogradCPU"\n')]),
+    Mistake('02.composite_key', 'explicit', 'CompositeExplicitAutograd: every backend, but autograd sees the operator, not its insides',
+            expect="torch's autograd fallback",
+            edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n',
+             'KEY = "CompositeExplicitAutograd"\n')]),
+    # 02.meta_kernel
+    Mistake('02.meta_kernel', 'concrete_sizes', 'the right shape from size(0), a plain number where sizes are symbols',
+            expect='compiled 3 times for 3 sizes',
+            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
+              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
+             '  return at::empty({a.size(0), b.size(0)}, a.options());\n')]),
+    Mistake('02.meta_kernel', 'swapped', 'the shape the other way round',
+            expect='your kernel returns shape [3, 4]',
+            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
+              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
+             '  return at::empty_symint({b.sym_size(0), a.sym_size(0)}, a.options());\n')]),
+    Mistake('02.meta_kernel', 'wrong_dtype', 'a float64 output',
+            expect='torch.float64',
+            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
+              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
+             '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options().dtype(at::kDouble));\n')]),
+    # 03.fallthrough
+    Mistake('03.fallthrough', 'ad_inplace_or_view', 'ADInplaceOrView, a fallthrough already',
+            expect="at AutogradCPU, torch's autograd fallback still runs",
+            edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
+             '    lib.impl("count_odd", torch.library.fallthrough_kernel, "ADInplaceOrView")\n')]),
+    Mistake('03.fallthrough', 'backend_key', 'the fallthrough at CPU, which replaces the CPU kernel',
+            expect='count_odd no longer runs on cpu',
+            edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
+             '    lib.impl("count_odd", torch.library.fallthrough_kernel, "CPU")\n')]),
+    Mistake('03.fallthrough', 'cpu_only', 'AutogradCPU: the Autograd key of one backend',
+            expect="at AutogradMeta, torch's autograd fallback still runs",
+            edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
+             '    lib.impl("count_odd", torch.library.fallthrough_kernel, "AutogradCPU")\n')]),
+    # 03.inplace_autograd
+    Mistake('03.inplace_autograd', 'calls_itself', 'forward calls the operator from the top, back into this kernel',
+            expect='RecursionError',
+            edits=[(('        # The call below autograd: the keys after Autograd (ADInplaceOrView, then the backend) run, ours does not.\n'
+              '        torch.ops.exercise.add_.default.redispatch(keyset & torch._C._after_autograd_keyset, x, other)\n'
+              "        ctx.mark_dirty(x)  # autograd bumps x's version and moves x's history onto this node\n"),
+             ('        torch.ops.exercise.add_.default(x, other)\n'
+              '        ctx.mark_dirty(x)\n'))]),
+    Mistake('03.inplace_autograd', 'no_mark_dirty', 'x returned as it is, without telling autograd it was modified',
+            expect='unless it was told that forward modified it',
+            edits=[("        ctx.mark_dirty(x)  # autograd bumps x's version and moves x's history onto this node\n",
+             '')]),
+    Mistake('03.inplace_autograd', 'other_forgotten', 'no gradient for other',
+            expect='d/dother: None',
+            edits=[('        return None, grad, grad  # d(x + other) is grad for both\n',
+             '        return None, grad, None\n')]),
+    # 04.backward
+    Mistake('04.backward', 'ignores_grad', "the derivative alone, not multiplied by the output's gradient",
+            expect="Right when the output's gradient is all ones",
+            edits=[('    return grad * 3 * x * x\n',
+             '    return 3 * x * x\n')]),
+    Mistake('04.backward', 'nothing_saved', 'setup_context saves nothing, and backward reads what it did not save',
+            expect='your code raised ValueError',
+            edits=[(('    (x,) = inputs\n'
+              '    ctx.save_for_backward(x)\n'),
+             '    pass\n')]),
+    Mistake('04.backward', 'wrong_derivative', 'the derivative of x ** 2',
+            expect='d/dx at [0.5, -1.0, 2.0]',
+            edits=[('    return grad * 3 * x * x\n',
+             '    return grad * 2 * x\n')]),
+    # 04.redispatch
+    Mistake('04.redispatch', 'cpu_only', "a redispatch straight to CPU, whatever the tensor's device",
+            expect='on a meta tensor',
+            edits=[('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd only\n',
+             '        return op.redispatch(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU), x)\n')]),
+    Mistake('04.redispatch', 'no_grad', 'torch.no_grad() around the call, which changes grad mode, not the keyset',
+            expect='torch.no_grad() turns off recording, not the Autograd key',
+            edits=[('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd only\n',
+             ('        with torch.no_grad():\n'
+              '            return op(x)\n'))]),
+    Mistake('04.redispatch', 'whole_keyset', "a redispatch with the call's whole keyset, Autograd included",
+            expect='RecursionError',
+            edits=[('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd only\n',
+             '        return op.redispatch(keyset, x)\n')]),
+    # 05.autocast_guard
+    Mistake('05.autocast_guard', 'autocast_alias', 'the guard excludes DispatchKey::Autocast, which in C++ means AutocastCUDA',
+            expect='AutocastCUDA',
+            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back here.\n'
+              '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'),
+             '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::Autocast);\n')]),
+    Mistake('05.autocast_guard', 'skips_the_dispatcher', 'the CPU kernel called directly, past every layer below autocast',
+            expect='skipped autograd',
+            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back here.\n'
+              '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'
+              '  return op.call(x.to(at::kBFloat16));\n'),
+             ('  (void)op;\n'
+              '  return double_it_cpu(x.to(at::kBFloat16));\n'))]),
+    Mistake('05.autocast_guard', 'temporary_guard', 'a guard with no name: a temporary, gone before the call',
+            expect='Your guard is a temporary',
+            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back here.\n'
+              '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'),
+             '  c10::impl::ExcludeDispatchKeyGuard(c10::DispatchKey::AutocastCPU);\n')]),
+    # 05.register_autocast
+    Mistake('05.register_autocast', 'cuda', "registered for CUDA's autocast",
+            expect='Nothing cast the inputs',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+             '    torch.library.register_autocast("exercise::mm2", "cuda", torch.float16, lib=lib)\n')]),
+    Mistake('05.register_autocast', 'float32', 'everything cast to float32',
+            expect='returned torch.float32',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+             '    torch.library.register_autocast("exercise::mm2", "cpu", torch.float32, lib=lib)\n')]),
+    Mistake('05.register_autocast', 'no_lib', 'registered without lib=',
+            expect='outlives the Library you were given',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+             '    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16)\n')]),
+    # 06.fake_kernel
+    Mistake('06.fake_kernel', 'default_dtype', 'the right shape, in the default dtype and device',
+            expect='torch.float32 on cpu',
+            edits=[("    return a.new_empty(2, *a.shape)  # a's dtype and device; new_empty is contiguous, as torch.stack's result\n",
+             '    return torch.empty(2, *a.shape)\n')]),
+    Mistake('06.fake_kernel', 'expanded', "an expanded view of a's shape: right shape, wrong strides",
+            expect='strides',
+            edits=[("    return a.new_empty(2, *a.shape)  # a's dtype and device; new_empty is contiguous, as torch.stack's result\n",
+             '    return torch.empty_like(a).unsqueeze(0).expand(2, *a.shape)\n')]),
+    Mistake('06.fake_kernel', 'no_new_dimension', "a's shape, without the new first dimension",
+            expect='your fake kernel gives shape [3, 4]',
+            edits=[("    return a.new_empty(2, *a.shape)  # a's dtype and device; new_empty is contiguous, as torch.stack's result\n",
+             '    return a.new_empty(a.shape)\n')]),
+    # 06.vmap_rule
+    Mistake('06.vmap_rule', 'batch_first_assumed', 'the batch taken to be dimension 0, whatever in_dims says',
+            expect='with the batch in dimension 2 of x: wrong result',
+            edits=[(('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n'
+              '    size, n, m = batch.shape\n'
+              '    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n'),
+             ('    size, n, m = x.shape\n'
+              '    return rowsum(x.reshape(size * n, m)).reshape(size, n), 0\n'))]),
+    Mistake('06.vmap_rule', 'one_call_per_row', 'a loop over the rows instead of the matrices',
+            expect='the kernel ran 20 times',
+            edits=[('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n',
+             '    batch = x.movedim(in_dims[0], 0)\n'),
+            ('    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n',
+             ('    rows = batch.reshape(size * n, m)\n'
+              '    return torch.cat([rowsum(rows[i : i + 1]) for i in range(size * n)]).reshape(size, n), 0\n'))]),
+    Mistake('06.vmap_rule', 'wrong_out_dim', "the result's batch dimension said to be 1",
+            expect='wrong result',
+            edits=[('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n',
+             '    batch = x.movedim(in_dims[0], 0)\n'),
+            ('    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n',
+             '    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 1\n')]),
+    # 07.layer_cost
+    Mistake('07.layer_cost', 'always_a_cost', "interleaved and robust, but it never says 'within noise'",
+            expect='no layer at all: the same call twice: you report',
+            edits=[('    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.\n',
+             ''),
+            ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
+             '    return median, q1, q3\n')]),
+    Mistake('07.layer_cost', 'mean', 'interleaved, but the mean of the differences',
+            expect='a statistic that one spike can move',
+            edits=[('    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.\n',
+             ''),
+            ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
+             ('    mean = statistics.mean(differences)\n'
+              '    return (mean, min(q1, mean), max(q3, mean)) if q1 > 0 else None\n'))]),
+    Mistake('07.layer_cost', 'separate_loops', 'every call with the layer first, then every call without',
+            expect='you timed all calls with the layer before any without',
+            edits=[(('    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.\n'
+              '    differences = [time_with() - time_without() for _ in range(rounds)]\n'),
+             ('    with_ = [time_with() for _ in range(rounds)]\n'
+              '    without = [time_without() for _ in range(rounds)]\n'
+              '    differences = [a - b for a, b in zip(with_, without)]\n')),
+            ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
+             '    return (median, q1, q3) if q1 > 0 else None\n')]),
+    # 07.records_graph
+    Mistake('07.records_graph', 'first_input_only', "only the first input's requires_grad looked at",
+            expect='grad mode on, requires_grad (False, True)',
+            edits=[('import torch.autograd.forward_ad\n',
+             ''),
+            (('    backward = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)\n'
+              '    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)\n'
+              "    return backward or forward  # as csrc/autograd.cpp's records_graph\n"),
+             '    return torch.is_grad_enabled() and tensors[0].requires_grad\n')]),
+    Mistake('07.records_graph', 'grad_mode_ignored', 'requires_grad alone, whatever grad mode says',
+            expect='torch.no_grad(), requires_grad (True, False)',
+            edits=[('import torch.autograd.forward_ad\n',
+             ''),
+            (('    backward = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)\n'
+              '    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)\n'
+              "    return backward or forward  # as csrc/autograd.cpp's records_graph\n"),
+             '    return any(t.requires_grad for t in tensors)\n')]),
+    Mistake('07.records_graph', 'no_forward_mode', 'backward mode only: a forward-mode tangent also needs the Function',
+            expect='forward-mode tangent',
+            edits=[('import torch.autograd.forward_ad\n',
+             ''),
+            (('    backward = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)\n'
+              '    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)\n'
+              "    return backward or forward  # as csrc/autograd.cpp's records_graph\n"),
+             '    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)\n')]),
+    # 08.load_before_aoti
+    Mistake('08.load_before_aoti', 'export_load', "torch.export.load: the exported program's loader, not AOTInductor's",
+            expect='Error',
+            edits=[('    import workbook_ops  # noqa: F401 - registers the operators the package calls by name\n',
+             '    import workbook_ops  # noqa: F401\n'),
+            (('    model = torch._inductor.aoti_load_package(model_pt2)\n'
+              '    return model(x)\n'),
+             '    return torch.export.load(model_pt2).module()(x)\n')]),
+    Mistake('08.load_before_aoti', 'import_after', "the operators' library loaded after the package",
+            expect='Could not find schema for workbook::matmul',
+            edits=[('    import workbook_ops  # noqa: F401 - registers the operators the package calls by name\n',
+             ('    model = torch._inductor.aoti_load_package(model_pt2)\n'
+              '    import workbook_ops  # noqa: F401\n')),
+            ('    model = torch._inductor.aoti_load_package(model_pt2)\n',
+             '')]),
+    Mistake('08.load_before_aoti', 'other_package', "lesson 08's other wheel, which is not the one installed here",
+            expect='ModuleNotFoundError',
+            edits=[('    import workbook_ops  # noqa: F401 - registers the operators the package calls by name\n',
+             '    import workbook_stable  # noqa: F401\n'),
+            (('    model = torch._inductor.aoti_load_package(model_pt2)\n'
+              '    return model(x)\n'),
+             '    return torch._inductor.aoti_load_package(model_pt2)(x)\n')]),
+    # 08.stable_autograd
+    Mistake('08.stable_autograd', 'empty_like', "torch.empty_like(self): self's strides, which a transposed self does not share with the output",
+            expect='a transposed (non-contiguous) `self`',
+            edits=[("    return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and device\n",
+             '    return torch.empty_like(self)\n')]),
+    Mistake('08.stable_autograd', 'one_gradient', 'one gradient for two inputs',
+            expect='test_aot_dispatch_dynamic failed',
+            edits=[('    pass  # d(self + other) needs nothing from forward\n',
+             '    pass\n'),
+            ('    return grad, grad  # one gradient per input\n',
+             '    return grad\n')]),
+    Mistake('08.stable_autograd', 'other_forgotten', 'no gradient for other',
+            expect='gradcheck failed',
+            edits=[('    pass  # d(self + other) needs nothing from forward\n',
+             '    pass\n'),
+            ('    return grad, grad  # one gradient per input\n',
+             '    return grad, None\n')]),
+]

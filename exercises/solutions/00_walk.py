@@ -1,0 +1,41 @@
+"""Exercise 00.walk (hard): the dispatcher's walk, by hand.
+
+Write `kernels(op, *args)`: the dispatch keys whose kernels the dispatcher calls for op(*args), here and now, highest
+priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not helpers.trace. The check
+compares your list with the dispatcher's for aten's and the workbook's operators, on CPU, meta and sparse tensors, and
+inside torch.no_grad(), torch.inference_mode() and torch.autocast("cpu").
+"""
+
+import torch
+
+C = torch._C
+
+
+def name_of(op) -> str:
+    """'aten::mm' or 'aten::add.Tensor': the name torch._C._dispatch_dump_table takes."""
+    schema = op._schema
+    return schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
+
+
+def is_backend(key) -> bool:
+    """CPU, CUDA, Meta, SparseCPU, ...: the keys whose kernels compute instead of handing the call on."""
+    return C.DispatchKey.StartOfDenseBackends.value < key.value <= C.DispatchKey.EndOfNestedTensorBackends.value
+
+
+def kernels(op, *args) -> list[str]:
+    keyset = C.DispatchKeySet(C.DispatchKey.Undefined)
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            keyset = keyset | C._dispatch_keys(arg)
+    keyset = (keyset | C._dispatch_tls_local_include_set()) - C._dispatch_tls_local_exclude_set()
+    table = C._dispatch_dump_table(name_of(op)).splitlines()
+    path = []
+    while (key := keyset.highestPriorityTypeId()) != C.DispatchKey.Undefined:
+        name = C._dispatch_key_name(key)
+        row = next((line for line in table if line.startswith(f"{name}:")), "")
+        if row and "fallthrough" not in row:
+            path.append(name)
+            if is_backend(key):
+                break
+        keyset = keyset & C._dispatch_keyset_full_after(key)
+    return path

@@ -1,0 +1,28 @@
+"""Exercise 03.inplace_autograd (hard): gradients through an in-place operator.
+
+`exercise::add_(Tensor(a!) x, Tensor other) -> Tensor(a!)` adds `other` into `x` and returns `x`; its CPU kernel is
+registered for you. Its Autograd kernel (below, registered for you at the Autograd key, with the call's keyset) applies
+AddInPlace, a torch.autograd.Function, the Python twin of csrc/autograd.cpp's AddInPlace (lesson 03, section 4).
+Write its forward and backward: forward adds `other` into `x` through the operator's kernels below autograd (this
+Autograd kernel must not run again), and tells autograd that `x` was modified in place; after
+`y = x.clone(); add_(y, other)`, backward must give x and other their gradients.
+"""
+
+import torch
+
+
+class AddInPlace(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, keyset, x, other):
+        # The call below autograd: the keys after Autograd (ADInplaceOrView, then the backend) run, ours does not.
+        torch.ops.exercise.add_.default.redispatch(keyset & torch._C._after_autograd_keyset, x, other)
+        ctx.mark_dirty(x)  # autograd bumps x's version and moves x's history onto this node
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, grad, grad  # d(x + other) is grad for both
+
+
+def autograd_kernel(keyset, x, other):
+    return AddInPlace.apply(keyset, x, other)

@@ -1,0 +1,17 @@
+"""Exercise 07.layer_cost (hard): what a layer costs, measured as lesson 07 measures it.
+
+Write `layer_cost(time_with, time_without, rounds)`. Each call of `time_with()` times one call of an operator with a
+layer (an Autograd kernel, say) and returns microseconds; `time_without()` the same call without the layer. Return
+the layer's cost as (median, first quartile, third quartile) in microseconds, over `rounds` rounds, or None when the
+cost is within the noise of the machine. The check hands you made-up timers: a steady machine, one that slows down as
+it runs, one with spikes, and one where the layer costs nothing.
+"""
+
+import statistics
+
+
+def layer_cost(time_with, time_without, rounds: int):
+    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.
+    differences = [time_with() - time_without() for _ in range(rounds)]
+    q1, median, q3 = statistics.quantiles(differences, n=4, method="inclusive")
+    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero

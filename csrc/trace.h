@@ -12,7 +12,9 @@
 // includes this header (cpu.cpp's, autograd.cpp's, ...) finds it through the dispatcher, the one
 // registry all of them share: trace_ops.cpp registers an operator that returns the log's address.
 // (A static object in this header would be one per library under clang: only g++ merges them,
-// by marking them STB_GNU_UNIQUE.) trace_ops.cpp also exposes the log to Python. Recording is off
+// by marking them STB_GNU_UNIQUE.) Libraries compiled from different versions of this header would
+// read one Log with two layouts: the address is handed out only to a caller of the same kLogLayout.
+// trace_ops.cpp also exposes the log to Python. Recording is off
 // until Python turns it on (then a Scope costs one atomic load), and it is meant for one call at a
 // time: depth is counted per process, not per thread.
 #pragma once
@@ -27,6 +29,9 @@
 #include <vector>
 
 namespace workbook::trace {
+
+// Raise it whenever Event or Log changes.
+constexpr int64_t kLogLayout = 1;
 
 struct Event {
   std::string op;
@@ -46,8 +51,8 @@ struct Log {
 inline Log& log() {
   static Log* const instance = reinterpret_cast<Log*>(c10::Dispatcher::singleton()
                                                           .findSchemaOrThrow("workbook_trace::log_address", "")
-                                                          .typed<int64_t()>()
-                                                          .call());
+                                                          .typed<int64_t(int64_t)>()
+                                                          .call(kLogLayout));
   return *instance;
 }
 

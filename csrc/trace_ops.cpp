@@ -18,8 +18,13 @@ workbook::trace::Log& the_log() {
   return instance;
 }
 
-// How trace.h's log() finds the_log() from any library.
-int64_t log_address() { return reinterpret_cast<int64_t>(&the_log()); }
+// How trace.h's log() finds the_log() from any library compiled with the same layout of it.
+int64_t log_address(int64_t layout) {
+  TORCH_CHECK(layout == workbook::trace::kLogLayout, "workbook_trace::log_address: a library compiled with trace.h's ",
+              "log layout ", layout, " asked for the log, which has layout ", workbook::trace::kLogLayout,
+              " (that of the library that registered the recorder first). Rebuild both from the same csrc/trace.h.");
+  return reinterpret_cast<int64_t>(&the_log());
+}
 
 void start() {
   auto& log = the_log();
@@ -51,7 +56,7 @@ const bool registered_here = [] {
   static torch::Library m(torch::Library::DEF, "workbook_trace", std::nullopt, __FILE__, __LINE__);
   m.def("start() -> ()", &start);
   m.def("stop() -> str", &stop);
-  m.def("log_address() -> int", &log_address);
+  m.def("log_address(int layout) -> int", &log_address);
   return true;
 }();
 

@@ -1,10 +1,16 @@
-"""Small helpers shared by every lesson: build (compile csrc layers), trace (predict and record
-the dispatcher's path), plot (draw traces and dispatch tables)."""
+"""Small helpers shared by the lessons. What a lesson calls:
 
-from pathlib import Path
+- build: compile csrc layers and load them (build.load("cpu")); behind it toolchain (compiler flags, precompiled
+  header), guard (refuse a second TORCH_LIBRARY before it aborts the process) and paths (where things live).
+- trace: predict the dispatcher's path for a call, and record the one it took; plot: draw both, and dispatch tables.
+- source: show csrc files in a notebook; samples: sample inputs and the one small model; isolated: run a snippet in
+  a fresh Python (for what would crash the kernel).
+- python_ops (lesson 06) and shipping (lesson 08): each lesson's own steps.
+- execute and progress: re-running the notebooks (make execute) and live build lines.
+"""
 
-from . import trace
+from . import paths, trace
 
 # The workbook's own kernels are those registered from its csrc/ (trace.py works without this, in
 # your project, by telling torch's registrations from everyone else's).
-trace.OURS = Path(__file__).resolve().parent.parent / "csrc"
+trace.OURS = paths.CSRC

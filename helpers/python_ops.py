@@ -11,11 +11,10 @@ Importing this module defines the `workbook_py` operators (once per process, lik
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import torch
 from torch import Tensor
+
+from . import source
 
 # ---------------------------------------------------------------------------------------------
 # The same operators, authored in Python. The body is ordinary torch code; custom_op makes it an
@@ -69,19 +68,9 @@ matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup_context)
 
 # ---------------------------------------------------------------------------------------------
 # A batching rule for the C++ workbook::matmul. The rule itself ships with the installable package
-# (csrc/package/workbook_ops/batching.py, lesson 08); it is read from there, not imported as the
-# package, whose import would load the package's own build of the operators.
+# (csrc/package/workbook_ops/batching.py, lesson 08); here it is that file, loaded alone (source.module).
 
-
-def _load_batching_module():
-    path = Path(__file__).resolve().parent.parent / "csrc" / "package" / "workbook_ops" / "batching.py"
-    spec = importlib.util.spec_from_file_location("workbook_ops_batching", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-matmul_batching_rule = _load_batching_module().matmul_batching_rule
+matmul_batching_rule = source.module("package/workbook_ops/batching.py").matmul_batching_rule
 
 
 def register_matmul_batching_rule() -> torch.library.Library:

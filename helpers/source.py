@@ -1,9 +1,13 @@
 """Show a csrc file, or one block of it, or a Python function of the workbook, in a notebook. What you
-see is the file itself."""
+see is the file itself. And csrc's Python files, loaded by path as its C++ files are compiled by path."""
+
+import importlib.util
+from types import ModuleType
 
 from IPython.display import Code
 
 from .paths import CSRC, REPO
+
 
 def show(name: str, block: str | None = None, stop: str | None = None) -> Code:
     """The file csrc/<name>, or one block of it: from the first line that starts with `block`
@@ -38,3 +42,14 @@ def python(path: str, start: str, stop: str | None = None) -> Code:
         raise ValueError(f"no line of {path} starts with {start!r}")
     last = next((i for i in range(first + 1, len(lines)) if stop and lines[i].startswith(stop)), len(lines))
     return Code("\n".join(lines[first:last]).strip("\n"), language="python")
+
+
+def module(name: str) -> ModuleType:
+    """The Python file csrc/<name>, run as a module of its own. csrc/package/workbook_ops/batching.py (lesson 06's
+    vmap rule) ships inside the installable package, whose import would load the package's own build of the
+    operators: lesson 06 runs the file alone, beside the layers it loaded, as it compiles csrc's C++ files."""
+    path = CSRC / name
+    spec = importlib.util.spec_from_file_location(f"csrc.{path.stem}", path)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded

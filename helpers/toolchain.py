@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import json
 import os
 import re
@@ -147,7 +146,7 @@ def toolchain() -> Toolchain:
     compiler = f"{paths.compiler()} ({version[0] if version else 'unknown version'})"
     capability = torch.backends.cpu.get_cpu_capability()
     identity = f"v2 {compiler} {capability} {torch.__version__} {os.environ.get('WORKBOOK_OPENMP', '')}"
-    cached = paths.BUILD_DIR / f"toolchain_{hashlib.sha256(identity.encode()).hexdigest()[:10]}.json"
+    cached = paths.BUILD_DIR / f"toolchain_{paths.content_hash([], identity, length=10)}.json"
     if cached.exists():
         found = Toolchain(**json.loads(cached.read_text()))
     else:
@@ -189,7 +188,7 @@ def precompiled_header(sources: list[Path], cflags: list[str]) -> list[str]:
     if os.environ.get("WORKBOOK_PCH") == "0" or "clang" in tools.compiler or "-fopenmp" in cflags or not includes_library:
         return []
     flags = extension_cflags(cflags)
-    folder = paths.BUILD_DIR / f"pch_{hashlib.sha256(' '.join([tools.compiler, torch.__version__, *flags]).encode()).hexdigest()[:10]}"
+    folder = paths.BUILD_DIR / f"pch_{paths.content_hash([], tools.compiler, torch.__version__, *flags, length=10)}"
     header, failed = folder / "workbook_pch.h", folder / "failed.txt"
     with paths.locked(folder / "lock"):  # one process builds it; the others (load_all, pytest workers) wait
         if not Path(f"{header}.gch").exists() and not failed.exists():

@@ -6,8 +6,8 @@
     t.recorded    # keys whose kernels ran, as logged by csrc/trace.h during the call
     t.result      # what the op returned
 
-The prediction uses nothing but public facts about the process, so it works for any operator,
-native aten ops included (there, only the prediction is available):
+The prediction reads the dispatcher's own state, so it works for any operator, native aten ops included (there,
+only the prediction is available):
 
 1. The keyset: the union of the dispatch keys of every tensor argument, plus the thread-local
    *include* set, minus the thread-local *exclude* set (autocast and inference_mode change these).
@@ -24,6 +24,12 @@ op read the prediction as "the keys the dispatcher routes through", not a record
 This file needs only torch, and plot.py only this file and matplotlib: copy the two into your own
 project to trace your own operators (README: "Using this in your own project"). Recording needs
 csrc/trace.h in your kernels and csrc/trace_ops.cpp in your extension.
+
+What it relies on that torch does not promise: torch._C's private dispatcher functions (_dispatch_keys,
+_dispatch_tls_local_include_set / _exclude_set, _dispatch_keyset_full_after, _dispatch_key_name,
+_dispatch_get_all_op_names, _get_tracing_state / _set_tracing_state), and the text of _dispatch_dump_table, which it
+parses line by line ("Key: kernel [file:line]", "fallthrough"). Tested with torch 2.13 and 2.14 (make test and
+make test TORCH=2.13.0); a torch that changes them fails tests/test_trace.py first.
 """
 
 from __future__ import annotations

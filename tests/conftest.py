@@ -1,7 +1,7 @@
-import hashlib
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import matplotlib
 import pytest
@@ -37,11 +37,9 @@ def compile_once():
     def run(command: list[str], inputs: list[os.PathLike], output: os.PathLike) -> tuple[int, str, bool]:
         compiler = os.path.realpath(shutil.which(command[0]) or command[0])
         arguments = ["<output>" if argument == str(output) else argument for argument in command[1:]]
-        digest = hashlib.sha256("\0".join([*arguments, compiler, torch.__version__]).encode())
-        digest.update(str(os.stat(compiler).st_mtime_ns).encode())
-        for path in sorted(map(str, inputs)):
-            digest.update(path.encode() + b"\0" + open(path, "rb").read())
-        stamp = paths.BUILD / "compile_checks" / f"{os.path.basename(command[0])}_{digest.hexdigest()[:16]}.ok"
+        key = paths.content_hash([Path(path) for path in inputs], *arguments, compiler,
+                                 str(os.stat(compiler).st_mtime_ns), torch.__version__, length=16)
+        stamp = paths.BUILD / "compile_checks" / f"{os.path.basename(command[0])}_{key}.ok"
         if stamp.exists():
             return 0, stamp.read_text(), True
         done = subprocess.run(command, capture_output=True, text=True)

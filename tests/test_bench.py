@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from bench import dispatch_cost
+from bench import build_times, dispatch_cost
 from bench.timing import Cost
 from helpers import build
 
@@ -34,3 +34,10 @@ def test_entry_points_and_python_op_parts_are_timed(workbook):
     times, differences = dispatch_cost.python_op_parts(rounds=2, seconds=0.001)
     fast_path = hasattr(torch.ops.workbook_py.add.default, "_is_pyobj_dispatcher_enabled")
     assert len(differences) == (3 if fast_path else 2)
+
+
+def test_build_times_reads_each_lessons_layers_from_its_load_calls():
+    layers = build_times.lesson_layers()
+    assert len(layers) == len(list(build_times.NOTEBOOKS.glob("*.ipynb")))
+    assert all(names[:2] == ["schemas", "cpu"] for names in layers.values()), layers
+    assert "dispatch_bench" in layers["07_dispatch_cost"] and "stable" in layers["08_shipping"]

@@ -159,3 +159,11 @@ def test_the_recorder_is_off_outside_recording_and_on_inside(workbook):
     with trace.recording() as events:
         workbook.add(x, y)
     assert [(e.op, e.key) for e in events] == [("add", "AutogradCPU"), ("add", "CPU")]
+
+
+def test_the_log_is_handed_only_to_a_library_of_the_same_layout(workbook):
+    # trace.h's kLogLayout is 1: a library built from another trace.h gets an error, not the address of a log it
+    # would read with the wrong layout.
+    assert torch.ops.workbook_trace.log_address(1) != 0
+    with pytest.raises(RuntimeError, match="log layout 2 asked for the log, which has layout 1.*Rebuild both"):
+        torch.ops.workbook_trace.log_address(2)

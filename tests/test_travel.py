@@ -3,7 +3,6 @@ a folder of their own, save its C++ block as my_ops.cpp, run its Python cell, an
 All of it runs in a fresh Python in a folder outside the checkout, with the copied files and torch."""
 
 import filecmp
-import hashlib
 import re
 import shutil
 import subprocess
@@ -45,7 +44,7 @@ def readme_block(language: str) -> str:
 
 def reader_folder() -> Path:
     """A folder outside the checkout, the same on every run (so a second run finds the build done)."""
-    tag = hashlib.sha256(str(paths.REPO).encode()).hexdigest()[:8]
+    tag = paths.content_hash([], str(paths.REPO), length=8)
     return Path(tempfile.gettempdir()) / f"dispatcher-workbook-reader-{tag}"
 
 

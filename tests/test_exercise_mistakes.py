@@ -1,0 +1,23 @@
+"""Every exercise's check fails on every mistake in exercises/mistakes.py, with the diagnosis that mistake names: a
+check that passes a wrong answer is a bug. (A file of its own: pytest's workers take files, and these run beside
+test_exercises.py's.)"""
+
+import pytest
+
+import exercises
+from exercises.mistakes import MISTAKES
+from helpers import paths
+
+EXERCISES = exercises._exercises()
+
+
+@pytest.mark.parametrize("mistake", MISTAKES, ids=lambda m: f"{m.exercise}-{m.name}")
+def test_check_catches_the_mistake(mistake):
+    # The same path on every run, rewritten only when the mistake changes: a C++ mistake's build is then found up to
+    # date (ninja rebuilds a library whose source path changed).
+    path = paths.BUILD / "mistakes" / f"{mistake.exercise}.{mistake.name}" / EXERCISES[mistake.exercise].file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != mistake.text():
+        path.write_text(mistake.text())
+    result = exercises.run_check(mistake.exercise, path)
+    assert not result.passed and mistake.expect in result.diagnosis, result.diagnosis

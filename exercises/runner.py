@@ -15,6 +15,8 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from helpers import progress
+
 from .toolkit import EXERCISES, Result
 
 _forkserver = multiprocessing.get_context("forkserver")
@@ -60,7 +62,8 @@ def run(exercise_id: str, path: Path, timeout: float = 600) -> Result:
     if child.exitcode is None or child.exitcode == -signal.SIGKILL:
         return Result(False, f"the check did not finish within {timeout:.0f} s: does your code loop forever?")
     if child.exitcode < 0:
-        last = output.splitlines()[-1] if output else ""
+        said = [line for line in output.splitlines() if line.strip() and not progress.is_progress_line(line)]
+        last = said[-1] if said else ""
         why = EXERCISES[exercise_id].on_crash
         return Result(False, f"the check's process died ({signal.Signals(-child.exitcode).name}) while running your code"
                              + (f"; its last words: {last}" if last else ".") + (f"\n{why(path)}" if why else ""))

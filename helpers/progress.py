@@ -25,10 +25,11 @@ def in_jupyter() -> bool:
 
 
 class Line:
-    def __init__(self, what: str):
+    def __init__(self, what: str, every: float | None = None):
         self.what = what
         self.jupyter = in_jupyter()
-        self.every = 1.0 if self.jupyter else 10.0  # seconds between updates (stderr: a new line each)
+        # seconds between updates (on stderr each is a new line, so fewer)
+        self.every = every if every is not None else 1.0 if self.jupyter else 10.0
         self._lock = threading.Lock()  # the ticking thread never overwrites the final state
         self._done = False
 
@@ -69,3 +70,10 @@ class Line:
     @staticmethod
     def _html(mark: str, text: str, color: str) -> dict:
         return {"text/html": f'<pre style="margin:0; color:{color}">{mark} {html.escape(text)}</pre>'}
+
+
+def is_progress_line(line: str) -> bool:
+    """Whether `line` is one Line printed on stderr (outside Jupyter): such lines say how long a build took, which
+    varies from run to run, so a stored output must never quote them."""
+    return line.startswith(("Building ", "  ... still building ", "Built ")) or " failed after " in line
+

@@ -5,13 +5,14 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from conftest import TORCH
-from helpers import build, guard, paths, toolchain
+from helpers import build, guard, paths, progress, toolchain
 
 TINY_SOURCE = """#include "tiny.h"
 extern "C" int tiny_value() { return TINY_VALUE; }
@@ -226,3 +227,16 @@ def test_torchs_headers_need_cpp20_from_torch_2_14(tmp_path, standard):
         assert done.returncode != 0 and "strong_ordering" in done.stderr
     else:
         assert done.returncode == 0, done.stderr[-1000:]
+
+
+def test_every_line_a_build_prints_on_stderr_is_known_as_progress(capsys):
+    # the exercise runner drops these lines when quoting a crashed check's last words: a build's
+    # seconds change from run to run, and a lesson's stored output must not.
+    with progress.Line("layer 'x'", every=0.01):
+        time.sleep(0.05)
+    with pytest.raises(ValueError), progress.Line("layer 'y'"):
+        raise ValueError
+    lines = capsys.readouterr().err.splitlines()
+    assert any("still building" in line for line in lines)
+    assert lines and all(progress.is_progress_line(line) for line in lines)
+    assert not progress.is_progress_line("Fatal Python error: Segmentation fault")

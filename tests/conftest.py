@@ -1,3 +1,16 @@
+"""Shared fixtures, and the rule for what the tests own.
+
+One owner per fact. The tests pin contracts: each kernel's results against torch, every refused input and its
+message, gradients (gradcheck), opcheck per dtype, what the helpers and exercise checks do. The lessons pin
+demonstrations: nbval compares every stored output, so a table or verdict a lesson prints is a check, run by the
+same test command, and is not tested again here:
+- opcheck of every operator, with and without gradients, warning-free: lesson 06, section 1;
+- each exercise's check failing on its untouched skeleton: the lessons' exercise cells (test_exercises.py reads
+  their stored verdicts to look for spoilers);
+- the installed wheel under opcheck in a clean interpreter, the .pt2 against eager in a fresh Python: lesson 08.
+A test may still use what a lesson shows, to pin what the lesson cannot show on every machine (test_shipping.py).
+"""
+
 import os
 import shutil
 import subprocess

@@ -1,8 +1,7 @@
-"""Lesson 06: every operator under opcheck; torch.compile, torch.export and torch.vmap against eager;
-the Python custom operators of helpers/python_ops.py."""
+"""Lesson 06: torch.compile, torch.export and torch.vmap against eager; the Python custom operators of
+helpers/python_ops.py. (opcheck of every operator, with and without gradients, is lesson 06's table: see conftest.py.)"""
 
 import io
-import warnings
 
 import pytest
 import torch
@@ -10,22 +9,6 @@ from torch.autograd import gradcheck
 from torch.library import opcheck
 
 from helpers import python_ops, samples, trace
-
-OPCHECK_TESTS = {"test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"}
-
-CASES = [(name, grad, args, kwargs) for grad in (False, True) for name, args, kwargs in samples.every_op(grad)]
-
-
-@pytest.mark.parametrize("name, requires_grad, args, kwargs", CASES,
-                         ids=[f"{name}-{'grad' if grad else 'no_grad'}" for name, grad, _, _ in CASES])
-def test_opcheck_every_op_passes_with_no_warning(workbook, name, requires_grad, args, kwargs):
-    with warnings.catch_warnings():
-        # torch's deprecated autograd fallback warns: no operator may reach it (opcheck's own warnings are other ones)
-        warnings.filterwarnings("error", message=".*an autograd kernel was not registered")
-        results = opcheck(getattr(workbook, name).default, args, kwargs, raise_exception=False)
-    assert {test: outcome for test, outcome in results.items() if outcome != "SUCCESS"} == {}
-    assert set(results) == OPCHECK_TESTS
-
 
 # ---- torch.compile and torch.export ----------------------------------------------------------
 

@@ -122,7 +122,7 @@ def test_meta_views_and_composites(workbook):
                                          ("sum", torch.int32), ("sum", torch.float32), ("matmul", torch.float32),
                                          ("matmul", torch.float64), ("matmul", torch.float16)])
 def test_opcheck_per_dtype(workbook, name, dtype):
-    # Every operator, with and without requires_grad, is opchecked in test_composition.py; here, the dtypes.
+    # Every operator, with and without requires_grad, is opchecked in lesson 06 (its table); here, the dtypes.
     for args, kwargs in sample_inputs(name, dtype)[:3]:
         opcheck(getattr(workbook, name).default, args, kwargs)
 

@@ -13,7 +13,6 @@ import warnings
 from pathlib import Path
 
 import torch
-from torch._dynamo.testing import CompileCounterWithBackend
 
 from helpers import build, shipping, trace
 
@@ -213,6 +212,8 @@ def meta_kernel(path: Path) -> Result:
                             f"{real.dtype}. torch.compile would plan the rest of the graph with the wrong one.")
     if problems:
         return Result(False, "\n".join(problems))
+    from torch._dynamo.testing import CompileCounterWithBackend  # here: importing torch._dynamo costs 2 s
+
     counter = CompileCounterWithBackend("aot_eager")  # fake tensors and AOTAutograd, no code generation
     compiled = torch.compile(lambda a, b: outer(a, b) * 2, backend=counter, dynamic=True, fullgraph=True)
     try:

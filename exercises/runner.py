@@ -20,7 +20,8 @@ from helpers import progress
 from .toolkit import EXERCISES, Result
 
 _forkserver = multiprocessing.get_context("forkserver")
-_forkserver.set_forkserver_preload(["exercises.checks"])  # torch, helpers and every check, imported once
+# torch, helpers, every check and torch._dynamo (opcheck and torch.compile need it: 2 s), imported once, not per check
+_forkserver.set_forkserver_preload(["exercises.checks", "torch._dynamo"])
 
 
 def _child(exercise_id: str, path: str, log: str, results) -> None:

@@ -146,9 +146,12 @@ def alias_annotations(path: Path) -> Result:
         kwargs = {"out": torch.empty(args[0].shape[0])} if name == "rowsum_out" else {}
         results = torch.library.opcheck(getattr(torch.ops.exercise, name).default, args, kwargs, test_utils=tests,
                                         raise_exception=False)
-        for test, outcome in results.items():
-            if outcome == "SUCCESS":
-                continue
+        failed = {test: outcome for test, outcome in results.items() if outcome != "SUCCESS"}
+        if "test_schema" in failed:
+            # A schema that hides a write or an alias misleads every later test: what they report then differs from
+            # one machine to another (torch.compile's test passed on one of ours and failed on another). Fix it first.
+            failed = {"test_schema": failed["test_schema"]}
+        for test, outcome in failed.items():
             if test == "test_aot_dispatch_dynamic":
                 problems.append(f"{name}: torch.compile cannot turn calls of it into functional ones: an operator that "
                                 "returns an argument it mutates must say which kind of mutation it is (lesson 03, "

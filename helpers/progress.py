@@ -12,6 +12,7 @@ same whether a run compiled its layers or found them built.
 from __future__ import annotations
 
 import html
+import re
 import sys
 import threading
 import time
@@ -75,5 +76,9 @@ class Line:
 def is_progress_line(line: str) -> bool:
     """Whether `line` is one Line printed on stderr (outside Jupyter): such lines say how long a build took, which
     varies from run to run, so a stored output must never quote them."""
-    return line.startswith(("Building ", "  ... still building ", "Built ")) or " failed after " in line
+    return _PROGRESS_LINE.fullmatch(line) is not None
+
+
+_PROGRESS_LINE = re.compile(r"Building .* \.\.\.|  \.\.\. still building .* \(\d+ s\)|Built .* in [\d.]+ s"
+                            r"|.*: failed after [\d.]+ s")
 

@@ -92,7 +92,8 @@ def imported_symbols(library: Path) -> list[str]:
     """The dynamic symbols a shared library needs from others (`nm -D --undefined-only`): what it calls in torch,
     in libc, in Python."""
     listing = _run(["nm", "-D", "--undefined-only", str(library)], "nm").stdout
-    return [line.split()[-1] for line in listing.splitlines()]
+    # Newer binutils print the symbol's version too (GOMP_parallel@GOMP_4.0): the name is what comes before it.
+    return [line.split()[-1].split("@")[0] for line in listing.splitlines()]
 
 
 def other_torch_python() -> Path | None:

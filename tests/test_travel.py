@@ -3,6 +3,7 @@ a folder of their own, save its C++ block as my_ops.cpp, run its Python cell, an
 All of it runs in a fresh Python in a folder outside the checkout, with the copied files and torch."""
 
 import filecmp
+import os
 import re
 import shutil
 import subprocess
@@ -63,7 +64,12 @@ def test_copied_trace_and_plot_trace_a_readers_own_operator():
             shutil.copy(source, target)
     put(folder / "my_ops.cpp", readme_block("cpp"))
     put(folder / "reader.py", "import sys\nimport matplotlib\nmatplotlib.use('Agg')\n" + readme_block("python") + CHECKS)
-    done = subprocess.run([sys.executable, "reader.py"], cwd=folder, capture_output=True, text=True, timeout=600)
+    # cpp_extension.load builds into ~/.cache/torch_extensions/<python, cuda>/my_ops, one folder for every checkout on
+    # the machine: a run from another checkout (other source paths) made the next run here compile again (20 s).
+    # The reader's folder holds its own build, as a reader's project would.
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(folder / "torch_extensions")}
+    done = subprocess.run([sys.executable, "reader.py"], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0 and done.stdout.endswith("OK\n"), done.stdout[-3000:] + done.stderr[-3000:]
     assert "my_ops::twice" in done.stdout and "recorded:  CPU(Float)" in done.stdout
     assert (folder / "ladders.png").stat().st_size > 0 and (folder / "table.png").stat().st_size > 0

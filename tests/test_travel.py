@@ -11,6 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import torch
+
 from helpers import paths
 
 COPIED = ["helpers/trace.py", "helpers/plot.py", "csrc/trace.h", "csrc/trace_ops.cpp"]
@@ -66,8 +68,9 @@ def test_copied_trace_and_plot_trace_a_readers_own_operator():
     put(folder / "reader.py", "import sys\nimport matplotlib\nmatplotlib.use('Agg')\n" + readme_block("python") + CHECKS)
     # cpp_extension.load builds into ~/.cache/torch_extensions/<python, cuda>/my_ops, one folder for every checkout on
     # the machine: a run from another checkout (other source paths) made the next run here compile again (20 s).
-    # The reader's folder holds its own build, as a reader's project would.
-    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(folder / "torch_extensions")}
+    # The reader's folder holds its own build, as a reader's project would: one per torch release, since torch 2.14
+    # leaves a `lock` file in a build folder that torch 2.13 waits on forever.
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(folder / f"torch_extensions-{torch.__version__}")}
     done = subprocess.run([sys.executable, "reader.py"], cwd=folder, env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0 and done.stdout.endswith("OK\n"), done.stdout[-3000:] + done.stderr[-3000:]

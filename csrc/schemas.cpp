@@ -11,10 +11,9 @@ TORCH_LIBRARY(workbook, m) {
   // In-place: adds `other` into `x` and returns `x`, as aten's add_ does. `Tensor(a!)` on the argument says `x` is
   // written; on the return, that the result *is* `x`. A custom op that returns a mutated input needs a tag that says
   // which kind of mutation it is (torch >= 2.13): Tag::inplace, the first argument, mutated and returned. Without the
-  // tag the call still runs eagerly, but torch.compile cannot turn it into a functional one and refuses it (lesson
-  // 03). The first argument is
-  // `x`, not `self`: mutable ops are compiled through auto_functionalized, which takes arguments by name and warns
-  // that `self` is ambiguous there.
+  // tag the call still runs eagerly, but torch.compile cannot turn it into a functional one and refuses it (lesson 03).
+  // The first argument is `x`, not `self`: mutable ops are compiled through auto_functionalized, which takes arguments
+  // by name and warns that `self` is ambiguous there.
   m.def("add_(Tensor(a!) x, Tensor other) -> Tensor(a!)", {at::Tag::inplace});
 
   // out= form: writes the sum into a caller-provided tensor and returns it. Tag::out: the mutated arguments are

@@ -1,8 +1,13 @@
-"""Every exercise's check, proven: it passes on the reference solution (and fails on every mistake in
-exercises/mistakes.py with the diagnosis that mistake names: test_exercise_mistakes.py). That it fails on the untouched skeleton is the lessons' to
-show (each stores check(id) on its skeletons; nbval holds them to it): read here from the stored outputs, not run twice.
-Checks run in processes of their own (exercises/runner.py), so a crashing file cannot take the test run with it, and
-no check sees what an earlier one registered."""
+"""Every exercise's check, proven: it passes on the reference solution, fails on every mistake in
+exercises/mistakes.py with the diagnosis that mistake names (test_exercise_mistakes.py), and fails on the untouched
+skeleton exactly as the lesson shows.
+
+The lessons' exercise cells (show(id); check(id)) are run here, not by nbval, which skips them (the `nbval-skip` cell
+tag): a check runs in a process forked from a Python that has imported torch and the checks (exercises/runner.py),
+and a lesson's kernel would start that Python for its two cells alone, about 5 s of CPU per lesson. Here one such
+Python serves every check, and each cell's printed output is compared with what the lesson stores.
+Checks run in processes of their own, so a crashing file cannot take the test run with it, and no check sees what an
+earlier one registered."""
 
 import json
 import re
@@ -16,17 +21,23 @@ from exercises.mistakes import MISTAKES
 EXERCISES = exercises._exercises()
 
 
-def lesson_verdicts() -> dict[str, str]:
-    """What each lesson stores for check(id) on the untouched skeleton (make test runs the lessons on skeletons, and
-    nbval holds them to it): exercise id -> the printed verdict and diagnosis."""
-    verdicts = {}
+def lesson_cells() -> dict[str, tuple[str, str]]:
+    """Each lesson's exercise cells: exercise id -> (the cell's code, what the lesson stores as its printed output)."""
+    cells = {}
     for notebook in sorted((SKELETONS.parent / "notebooks").glob("*.ipynb")):
         for cell in json.loads(notebook.read_text())["cells"]:
             called = re.search(r'^check\("([\w.]+)"\)', "".join(cell["source"]), re.MULTILINE)
             if cell["cell_type"] == "code" and called:
-                printed = "".join("".join(output.get("text", "")) for output in cell["outputs"])
-                verdicts[called.group(1)] = printed[printed.index(f"  {called.group(1)}  ") - 4:]
-    return verdicts
+                printed = "".join("".join(output.get("text", "")) for output in cell["outputs"]
+                                  if output.get("name") == "stdout")
+                cells[called.group(1)] = ("".join(cell["source"]), printed)
+    return cells
+
+
+def lesson_verdicts() -> dict[str, str]:
+    """What each lesson stores for check(id) on the untouched skeleton: exercise id -> the verdict and diagnosis."""
+    return {exercise_id: printed[printed.index(f"  {exercise_id}  ") - 4:]
+            for exercise_id, (_, printed) in lesson_cells().items()}
 
 
 def test_every_lesson_stores_its_exercises_failing_on_the_skeleton():
@@ -34,6 +45,24 @@ def test_every_lesson_stores_its_exercises_failing_on_the_skeleton():
     assert set(verdicts) == set(EXERCISES)
     for exercise_id, verdict in verdicts.items():
         assert verdict.startswith(f"FAIL  {exercise_id}  (exercises/{EXERCISES[exercise_id].file})"), verdict
+
+
+@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+def test_lesson_exercise_cell_prints_what_the_lesson_stores(exercise_id, monkeypatch, capsys):
+    code, stored = lesson_cells()[exercise_id]
+    # nbval must skip this cell (it is run here), and nothing else may be in it that the lesson's kernel would need.
+    assert code == f'show("{exercise_id}")\ncheck("{exercise_id}")', code
+    monkeypatch.setenv("WORKBOOK_EXERCISES", "skeletons")  # as under `make test` and `make execute`
+    exec(code, {"show": exercises.show, "check": exercises.check})
+    assert capsys.readouterr().out == stored
+
+
+def test_lessons_leave_their_exercise_cells_to_this_file():
+    for notebook in sorted((SKELETONS.parent / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text())["cells"]:
+            skipped = "nbval-skip" in cell.get("metadata", {}).get("tags", [])
+            is_exercise_cell = cell["cell_type"] == "code" and re.search(r"^check\(", "".join(cell["source"]), re.M)
+            assert skipped == bool(is_exercise_cell), f"{notebook.name}: {''.join(cell['source'])[:80]!r}"
 
 
 @pytest.mark.parametrize("exercise_id", sorted(EXERCISES))

@@ -6,6 +6,14 @@ import os
 # outputs are those of the skeletons (exercises/__init__.py). The notebooks' kernels inherit this.
 os.environ["WORKBOOK_EXERCISES"] = "skeletons"
 
+# OpenMP threads that wait for each other sleep instead of spinning. The test command runs three workers on two cores
+# (Makefile), each with OpenMP threads in torch and in the workbook's kernels: a thread spinning for a peer that is
+# not scheduled burns the core another worker needs (warm run on 2 cores, AVX2: 2 min 38 s spinning, 1 min 51 s
+# not; lesson 02's kernel table 18.8 s -> 4.0 s). Results do not change: the same threads split the same work.
+# Set before anything imports torch, whose OpenMP runtime reads it once, at load; kernels and child processes
+# inherit it. A reader's JupyterLab runs one kernel and keeps OpenMP's default.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 def pytest_collectstart(collector):
     # Not compared: stderr (warnings, the compiler probe's report) and text/html, which only the build

@@ -8,8 +8,9 @@ os.environ["WORKBOOK_EXERCISES"] = "skeletons"
 
 # OpenMP threads that wait for each other sleep instead of spinning. The test command runs three workers on two cores
 # (Makefile), each with OpenMP threads in torch and in the workbook's kernels: a thread spinning for a peer that is
-# not scheduled burns the core another worker needs (warm run on 2 cores, AVX2: 2 min 38 s spinning, 1 min 51 s
-# not; lesson 02's kernel table 18.8 s -> 4.0 s). Results do not change: the same threads split the same work.
+# not scheduled burns the core another worker needs. Warm runs on 2 cores (AVX2), pytest's time: 2 min 38 s and
+# 2 min 49 s spinning, 1 min 51 s to 2 min 24 s (five runs) not; lesson 02's kernel table, 18.8 s -> 4.0 s.
+# Results do not change: the same threads split the same work.
 # Set before anything imports torch, whose OpenMP runtime reads it once, at load; kernels and child processes
 # inherit it. A reader's JupyterLab runs one kernel and keeps OpenMP's default.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

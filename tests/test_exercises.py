@@ -9,6 +9,7 @@ Python serves every check, and each cell's printed output is compared with what 
 Checks run in processes of their own, so a crashing file cannot take the test run with it, and no check sees what an
 earlier one registered."""
 
+import functools
 import json
 import re
 
@@ -21,17 +22,25 @@ from exercises.mistakes import MISTAKES
 EXERCISES = exercises._exercises()
 
 
+@functools.cache
+def lesson_code_cells() -> list[tuple[str, dict]]:
+    """Every code cell of every lesson: (the notebook's file name, the cell)."""
+    return [(notebook.name, cell) for notebook in sorted((SKELETONS.parent / "notebooks").glob("*.ipynb"))
+            for cell in json.loads(notebook.read_text())["cells"] if cell["cell_type"] == "code"]
+
+
+def checked_exercise(cell: dict) -> str | None:
+    """The exercise id a cell calls check() on, or None."""
+    called = re.search(r'^check\("([\w.]+)"\)', "".join(cell["source"]), re.MULTILINE)
+    return called.group(1) if called else None
+
+
 def lesson_cells() -> dict[str, tuple[str, str]]:
     """Each lesson's exercise cells: exercise id -> (the cell's code, what the lesson stores as its printed output)."""
-    cells = {}
-    for notebook in sorted((SKELETONS.parent / "notebooks").glob("*.ipynb")):
-        for cell in json.loads(notebook.read_text())["cells"]:
-            called = re.search(r'^check\("([\w.]+)"\)', "".join(cell["source"]), re.MULTILINE)
-            if cell["cell_type"] == "code" and called:
-                printed = "".join("".join(output.get("text", "")) for output in cell["outputs"]
-                                  if output.get("name") == "stdout")
-                cells[called.group(1)] = ("".join(cell["source"]), printed)
-    return cells
+    return {checked_exercise(cell): ("".join(cell["source"]),
+                                     "".join("".join(output.get("text", "")) for output in cell["outputs"]
+                                             if output.get("name") == "stdout"))
+            for _, cell in lesson_code_cells() if checked_exercise(cell)}
 
 
 def lesson_verdicts() -> dict[str, str]:
@@ -58,11 +67,9 @@ def test_lesson_exercise_cell_prints_what_the_lesson_stores(exercise_id, monkeyp
 
 
 def test_lessons_leave_their_exercise_cells_to_this_file():
-    for notebook in sorted((SKELETONS.parent / "notebooks").glob("*.ipynb")):
-        for cell in json.loads(notebook.read_text())["cells"]:
-            skipped = "nbval-skip" in cell.get("metadata", {}).get("tags", [])
-            is_exercise_cell = cell["cell_type"] == "code" and re.search(r"^check\(", "".join(cell["source"]), re.M)
-            assert skipped == bool(is_exercise_cell), f"{notebook.name}: {''.join(cell['source'])[:80]!r}"
+    for notebook, cell in lesson_code_cells():
+        skipped = "nbval-skip" in cell.get("metadata", {}).get("tags", [])
+        assert skipped == (checked_exercise(cell) is not None), f"{notebook}: {''.join(cell['source'])[:80]!r}"
 
 
 @pytest.mark.parametrize("exercise_id", sorted(EXERCISES))

@@ -5,7 +5,7 @@
 - trace: predict the dispatcher's path for a call, and record the one it took; plot: draw both, and dispatch tables.
 - source: show csrc files in a notebook; samples: sample inputs and the one small model; isolated: run a snippet in
   a fresh Python (for what would crash the kernel).
-- python_ops (lesson 06) and shipping (lesson 08): each lesson's own steps.
+- python_ops (lesson 06), shipping (lesson 08) and device (lesson 09): each lesson's own steps.
 - execute and progress: re-running the notebooks (make execute) and live build lines.
 """
 

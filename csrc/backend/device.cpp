@@ -1,0 +1,259 @@
+// A device of our own, on the PrivateUse1 dispatch key: its memory is host RAM, and to the dispatcher it is an
+// accelerator like any other (lesson 09). What a tensor needs to exist on it and move (an allocator, a device
+// guard, the PrivateUse1 hooks, aten's factory, copy and view kernels), four compute kernels, and one boxed
+// fallback that serves every other aten operator on the CPU. Every kernel records itself with the trace recorder.
+//
+// The same TORCH_LIBRARY_IMPL(aten, <key>, m) blocks are how torch_xla, MPS, Ascend and HPU plug into PyTorch: the
+// operators are aten's own; the backend brings kernels for them.
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/resize_native.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "trace.h"
+
+namespace workbook::device {
+namespace {
+
+const c10::Device kDevice(c10::DeviceType::PrivateUse1, 0);
+
+// ---- Memory: host RAM, each allocation and free counted (a leak shows as a difference) -------------------------
+
+std::atomic<int64_t> allocations{0}, frees{0}, fallback_calls{0};
+
+void host_free(void* data) {
+  c10::free_cpu(data);
+  ++frees;
+}
+
+struct HostAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t bytes) override {
+    void* data = c10::alloc_cpu(bytes ? bytes : 1);  // one byte for an empty tensor: every DataPtr is freed once
+    ++allocations;
+    return {data, data, &host_free, kDevice};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &host_free; }
+  void copy_data(void* dest, const void* src, std::size_t bytes) const override { std::memcpy(dest, src, bytes); }
+};
+
+HostAllocator allocator;
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &allocator);
+
+// ---- Device guard: what `with torch.device(...)`, the autograd engine and kernels use to switch devices --------
+
+struct Guard final : c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }
+  c10::Device exchangeDevice(c10::Device device) const override {
+    setDevice(device);
+    return kDevice;
+  }
+  c10::Device getDevice() const override { return kDevice; }
+  void setDevice(c10::Device device) const override {
+    TORCH_CHECK(device.index() <= 0, "the workbook's device has one index, 0; got ", device);
+  }
+  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Stream getStream(c10::Device device) const override { return c10::Stream(c10::Stream::DEFAULT, device); }
+  c10::Stream exchangeStream(c10::Stream stream) const override { return stream; }  // one stream: work is synchronous
+  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, Guard);
+
+// ---- Hooks: what torch asks a PrivateUse1 backend outside the dispatcher (the autograd engine asks
+// hasPrimaryContext before it runs a backward on the device) ----------------------------------------------------
+
+struct Hooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return true; }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+};
+
+const bool hooks_registered = (at::RegisterPrivateUse1HooksInterface(new Hooks), true);
+
+// ---- Kernels -------------------------------------------------------------------------------------------------------
+
+// Our memory is host memory: a CPU tensor over the same bytes lets CPU code read and write it.
+at::Tensor on_cpu(const at::Tensor& tensor) {
+  return at::from_blob(tensor.data_ptr(), tensor.sizes(), tensor.strides(), tensor.options().device(c10::kCPU));
+}
+
+// A CPU result, copied to a new tensor on our device.
+at::Tensor to_device(const at::Tensor& cpu_result) {
+  at::Tensor result = at::empty(cpu_result.sizes(), cpu_result.options().device(kDevice));
+  on_cpu(result).copy_(cpu_result);
+  return result;
+}
+
+// A kernel registered with m.impl gets no device check from the dispatcher: without this one, a CPU argument would
+// be read through on_cpu() and the call would silently succeed.
+void check_on_device(const char* op, const char* name, const at::Tensor& tensor) {
+  TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1, op, ": `", name, "` is on ", tensor.device(),
+              "; every tensor argument must be on the same device (move it with .to(...))");
+}
+
+at::Tensor empty_memory_format(c10::DispatchKeySet ks, c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>,
+                               std::optional<c10::MemoryFormat> memory_format) {
+  trace::Scope scope("aten::empty.memory_format", ks);
+  return at::detail::empty_generic(size, &allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                   c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor empty_strided(c10::DispatchKeySet ks, c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout>, std::optional<c10::Device>,
+                         std::optional<bool>) {
+  trace::Scope scope("aten::empty_strided", ks);
+  return at::detail::empty_strided_generic(size, stride, &allocator,
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype));
+}
+
+// x.to("workbook"), x.cpu() and copy_ all end here, with one side on our device.
+at::Tensor copy_from(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+  trace::Scope scope("aten::_copy_from", ks, self, dst);
+  (dst.is_cpu() ? dst : on_cpu(dst)).copy_(self.is_cpu() ? self : on_cpu(self));
+  return dst;
+}
+
+// What the fallback uses to write an out= result back: the result may have a new shape.
+at::Tensor copy_from_and_resize(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& dst) {
+  trace::Scope scope("aten::_copy_from_and_resize", ks, self, dst);
+  dst.resize_(self.sizes());
+  (dst.is_cpu() ? dst : on_cpu(dst)).copy_(self.is_cpu() ? self : on_cpu(self));
+  return dst;
+}
+
+// x.item(), and printing.
+c10::Scalar local_scalar_dense(c10::DispatchKeySet ks, const at::Tensor& self) {
+  trace::Scope scope("aten::_local_scalar_dense", ks, self);
+  return on_cpu(self).item();
+}
+
+// Views share the storage: these must not go through the fallback, which would return a copy.
+at::Tensor as_strided(c10::DispatchKeySet ks, const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
+                      std::optional<int64_t> storage_offset) {
+  trace::Scope scope("aten::as_strided", ks, self);
+  return at::native::as_strided_tensorimpl(self, size, stride, storage_offset);
+}
+
+at::Tensor view(c10::DispatchKeySet ks, const at::Tensor& self, c10::IntArrayRef size) {
+  trace::Scope scope("aten::view", ks, self);
+  return at::native::view(self, size);
+}
+
+// Grows the storage with the storage's own allocator (ours), keeping the data.
+const at::Tensor& resize_(c10::DispatchKeySet ks, const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format) {
+  trace::Scope scope("aten::resize_", ks, self);
+  return at::native::resize_(self, size, memory_format);
+}
+
+at::Tensor& fill_(c10::DispatchKeySet ks, at::Tensor& self, const c10::Scalar& value) {
+  trace::Scope scope("aten::fill_.Scalar", ks, self);
+  on_cpu(self).fill_(value);
+  return self;
+}
+
+at::Tensor add(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  trace::Scope scope("aten::add.Tensor", ks, self, other);
+  check_on_device("add", "self", self);
+  check_on_device("add", "other", other);
+  return to_device(at::add(on_cpu(self), on_cpu(other), alpha));
+}
+
+at::Tensor mul(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other) {
+  trace::Scope scope("aten::mul.Tensor", ks, self, other);
+  check_on_device("mul", "self", self);
+  check_on_device("mul", "other", other);
+  return to_device(at::mul(on_cpu(self), on_cpu(other)));
+}
+
+at::Tensor mm(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& mat2) {
+  trace::Scope scope("aten::mm", ks, self, mat2);
+  check_on_device("mm", "self", self);
+  check_on_device("mm", "mat2", mat2);
+  return to_device(at::mm(on_cpu(self), on_cpu(mat2)));
+}
+
+at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  trace::Scope scope("aten::sum", ks, self);
+  return to_device(at::sum(on_cpu(self), dtype));
+}
+
+// ---- The boxed fallback: any other aten operator, run on the CPU ----------------------------------------------
+// torch's cpu_fallback copies the tensor arguments to the CPU (through our _copy_from), calls the operator there,
+// copies the results back to our device, and writes mutated arguments (in-place and out=) back into the originals.
+// Before that, the device check the native kernels make: a CPU tensor among the arguments (other than a 0-dim one,
+// which CUDA accepts too) is an error, not a silent copy.
+
+void check_arguments_on_device(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const auto& arguments = op.schema().arguments();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const c10::IValue& value = stack[stack.size() - arguments.size() + i];
+    std::vector<at::Tensor> tensors;
+    if (value.isTensor()) {
+      tensors.push_back(value.toTensor());
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& tensor : value.toTensorList()) tensors.push_back(tensor);
+    }
+    for (const at::Tensor& tensor : tensors) {
+      TORCH_CHECK(!tensor.defined() || tensor.device().type() == c10::DeviceType::PrivateUse1 ||
+                      (tensor.is_cpu() && tensor.dim() == 0),
+                  op.schema().name(), ": `", arguments[i].name(), "` is on ", tensor.device(),
+                  "; every tensor argument must be on the same device (move it with .to(...))");
+    }
+  }
+}
+
+void fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  const std::string& overload = op.schema().overload_name();
+  const std::string name = op.schema().name() + (overload.empty() ? "" : "." + overload);  // as the kernels record
+  trace::Scope scope(name.c_str(), ks);
+  check_arguments_on_device(op, *stack);
+  ++fallback_calls;
+  at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("as_strided", as_strided);
+  m.impl("view", view);
+  m.impl("resize_", resize_);
+  m.impl("fill_.Scalar", fill_);
+  m.impl("add.Tensor", add);
+  m.impl("mul.Tensor", mul);
+  m.impl("mm", mm);
+  m.impl("sum", sum);
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
+}
+
+// The counts, for Python: allocations, frees, and calls the fallback served.
+TORCH_LIBRARY(workbook_device, m) {
+  m.def("counts() -> int[]", []() -> std::vector<int64_t> { return {allocations, frees, fallback_calls}; });
+}
+
+}  // namespace workbook::device

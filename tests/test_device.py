@@ -1,0 +1,164 @@
+"""The device on PrivateUse1 (csrc/backend/device.cpp, helpers/device.py): a conformance run of aten operators
+against the CPU, native kernels and fallback-served ones, autograd on the device, the allocator's balance, and
+mixed-device calls refused."""
+
+import gc
+
+import pytest
+import torch
+
+from helpers import device
+
+NATIVE = {"add", "mul", "mm", "sum"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def enabled():
+    device.enable()
+
+
+def tensors(*shapes, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(shape, generator=generator) for shape in shapes]
+
+
+# (name, function, argument shapes): each runs on CPU tensors and on the same tensors moved to the device.
+CASES = [
+    ("add", torch.add, [(4, 5), (4, 5)]),
+    ("mul", torch.mul, [(4, 5), (4, 5)]),
+    ("mm", torch.mm, [(4, 5), (5, 3)]),
+    ("sum", torch.sum, [(4, 5)]),
+    ("sub", torch.sub, [(4, 5), (4, 5)]),
+    ("div", torch.div, [(4, 5), (4, 5)]),
+    ("neg", torch.neg, [(4, 5)]),
+    ("abs", torch.abs, [(4, 5)]),
+    ("exp", torch.exp, [(4, 5)]),
+    ("tanh", torch.tanh, [(4, 5)]),
+    ("sigmoid", torch.sigmoid, [(4, 5)]),
+    ("relu", torch.relu, [(4, 5)]),
+    ("softmax", lambda x: torch.softmax(x, dim=1), [(4, 5)]),
+    ("mean over a dim", lambda x: x.mean(dim=0), [(4, 5)]),
+    ("max", torch.max, [(4, 5)]),
+    ("argmax", lambda x: x.argmax(dim=1), [(4, 5)]),
+    ("clamp", lambda x: x.clamp(-0.5, 0.5), [(4, 5)]),
+    ("pow", lambda x: x.pow(2), [(4, 5)]),
+    ("where", lambda x, y: torch.where(x > 0, x, y), [(4, 5), (4, 5)]),
+    ("cat", lambda x, y: torch.cat([x, y]), [(4, 5), (2, 5)]),
+    ("stack", lambda x, y: torch.stack([x, y]), [(4, 5), (4, 5)]),
+    ("transpose, contiguous", lambda x: x.t().contiguous(), [(4, 5)]),
+    ("reshape", lambda x: x.reshape(5, 4), [(4, 5)]),
+    ("index_select", lambda x: x.index_select(0, torch.tensor([2, 0]).to(x.device)), [(4, 5)]),
+    ("matmul, batched", torch.matmul, [(2, 4, 5), (5, 3)]),
+    ("zeros_like + fill", lambda x: torch.zeros_like(x).fill_(3.0), [(4, 5)]),
+]
+
+
+@pytest.mark.parametrize("name, function, shapes", CASES, ids=[case[0] for case in CASES])
+def test_operator_on_the_device_matches_the_cpu(name, function, shapes):
+    inputs = tensors(*shapes)
+    expected = function(*inputs)
+    got = function(*[x.to(device.NAME) for x in inputs])
+    assert got.device.type == device.NAME
+    torch.testing.assert_close(got.cpu(), expected)
+
+
+@pytest.mark.parametrize("name, function, shapes", CASES[:8], ids=[case[0] for case in CASES[:8]])
+def test_native_kernels_serve_their_operators_and_the_fallback_the_rest(name, function, shapes):
+    inputs = [x.to(device.NAME) for x in tensors(*shapes)]
+    before = device.counts()["fallback_calls"]
+    function(*inputs)
+    served_by_fallback = device.counts()["fallback_calls"] - before
+    assert (served_by_fallback == 0) == (name in NATIVE), served_by_fallback
+
+
+def test_views_share_the_storage_on_the_device():
+    x = tensors((4, 5))[0].to(device.NAME)
+    assert x.t().data_ptr() == x.data_ptr() and x.view(20).data_ptr() == x.data_ptr()
+    x.view(20)[3] = 7.0
+    assert x.cpu()[0, 3].item() == 7.0
+
+
+def test_in_place_operators_served_by_the_fallback_write_into_their_argument():
+    x, y = tensors((4, 5), (4, 5))
+    on_device = x.to(device.NAME)
+    storage = on_device.data_ptr()
+    on_device.mul_(2).sub_(y.to(device.NAME))
+    assert on_device.data_ptr() == storage
+    torch.testing.assert_close(on_device.cpu(), x * 2 - y)
+
+
+def test_out_argument_served_by_the_fallback_is_resized_and_written():
+    x, y = tensors((4, 5), (4, 5))
+    out = torch.empty(0, device=device.NAME)
+    torch.sub(x.to(device.NAME), y.to(device.NAME), out=out)
+    assert out.shape == (4, 5)
+    torch.testing.assert_close(out.cpu(), x - y)
+
+
+def test_item_and_printing():
+    x = torch.tensor([1.5, -2.0]).to(device.NAME)
+    assert x[0].item() == 1.5
+    assert repr(x) == "tensor([ 1.5000, -2.0000], device='workbook:0')"
+
+
+def test_mlp_gradients_on_the_device_equal_the_cpus():
+    x, w1, w2 = tensors((6, 8), (8, 16), (16, 3), seed=1)
+
+    def loss(x, w1, w2):
+        return torch.relu(x.mm(w1)).mm(w2).sum()
+
+    cpu_params = [w.clone().requires_grad_() for w in (w1, w2)]
+    loss(x, *cpu_params).backward()
+    device_params = [w.to(device.NAME).requires_grad_() for w in (w1, w2)]
+    loss(x.to(device.NAME), *device_params).backward()
+    for ours, reference in zip(device_params, cpu_params):
+        assert ours.grad.device.type == device.NAME
+        torch.testing.assert_close(ours.grad.cpu(), reference.grad)
+
+
+def test_allocations_balance_once_the_tensors_are_gone():
+    gc.collect()
+    before = device.counts()
+    x = tensors((64, 64))[0].to(device.NAME).requires_grad_()
+    (x.mm(x) * x).relu().sum().backward()
+    del x
+    gc.collect()
+    after = device.counts()
+    assert after["allocations"] > before["allocations"]
+    assert after["allocations"] - after["frees"] == before["allocations"] - before["frees"]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x, c: torch.mm(x, c), "mm: `mat2` is on cpu"),
+    (lambda x, c: torch.add(c, x), "add: `self` is on cpu"),
+    # The fallback's own check, for operators that reach it with a CPU tensor ...
+    (lambda x, c: torch.cat([x, c]), "aten::cat: `tensors` is on cpu"),
+    (lambda x, c: torch.where(c > 0, x, x), "aten::where: `condition` is on cpu"),
+    # ... and torch's, which refuses element-wise operators before any kernel runs.
+    (lambda x, c: torch.sub(x, c), "Expected all tensors to be on the same device"),
+], ids=["native mm", "native add", "fallback cat", "fallback where", "element-wise sub"])
+def test_mixed_device_calls_are_refused_naming_the_argument(call, message):
+    x = tensors((4, 4))[0].to(device.NAME)
+    with pytest.raises(RuntimeError, match=message):
+        call(x, torch.ones(4, 4))
+
+
+def test_a_zero_dim_cpu_tensor_is_accepted_as_a_scalar():
+    x = tensors((4, 4))[0]
+    torch.testing.assert_close(torch.sub(x.to(device.NAME), torch.tensor(1.0)).cpu(), x - 1)
+
+
+def test_the_trace_recorder_sees_native_kernels_and_the_fallback():
+    from helpers import trace
+
+    a, b = (x.to(device.NAME) for x in tensors((4, 5), (5, 3)))
+    with trace.recording() as events:
+        torch.relu(torch.mm(a, b))
+    assert [(event.op, event.key, event.depth) for event in events] == [
+        ("aten::mm", "PrivateUse1", 0),  # native: the result allocated on the device
+        ("aten::empty.memory_format", "PrivateUse1", 1),
+        ("aten::relu", "PrivateUse1", 0),  # the fallback: the argument copied to the CPU, relu there, ...
+        ("aten::_copy_from", "PrivateUse1", 1),
+        ("aten::empty_strided", "PrivateUse1", 1),  # ... the result copied back to the device
+        ("aten::_copy_from", "PrivateUse1", 1),
+    ]

@@ -57,6 +57,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m bench.kernels
 	$(BIN)/python -m bench.composition
 	$(BIN)/python -m bench.dispatch_cost
+	$(BIN)/python -m bench.device
 	$(BIN)/python -m bench.build_times
 
 clean:

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from bench import build_times, dispatch_cost
+from bench import device as device_bench
 from bench.timing import Cost
 from helpers import build
 
@@ -41,3 +42,8 @@ def test_build_times_reads_each_lessons_layers_from_its_load_calls():
     assert len(layers) == len(list(build_times.NOTEBOOKS.glob("*.ipynb")))
     assert all(names[:2] == ["schemas", "cpu"] for names in layers.values()), layers
     assert "dispatch_bench" in layers["07_dispatch_cost"] and "stable" in layers["08_shipping"]
+
+
+def test_the_device_costs_are_timed_in_one_run():
+    micros = device_bench.per_call_micros(size=10, min_sample_time=0.001)
+    assert len(micros) == 3 and all(value > 0 for value in micros.values())

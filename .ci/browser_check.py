@@ -21,6 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,12 +59,26 @@ def start_jupyterlab(root: Path, port: int, token: str, fresh_home: Path) -> sub
     sys.exit(f"JupyterLab did not answer on port {port} within 60 s; see {OUT / 'jupyterlab.log'}")
 
 
+def menu_command(page, menu: str, command: str) -> None:
+    page.click(f".lm-MenuBar-item:has-text('{menu}')")
+    page.click(f"li[data-command='{command}']")
+
+
 def run_all_cells(page, timeout_s: float) -> None:
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
-    for command in ("editmenu:clear-all", "runmenu:run-all"):  # old outputs away, then run
-        page.click(".lm-MenuBar-item:has-text('Edit')" if command.startswith("edit") else
-                   ".lm-MenuBar-item:has-text('Run')")
-        page.click(f"li[data-command='{command}']")
+    menu_command(page, "Edit", "editmenu:clear-all")  # old outputs away, then run
+    # JupyterLab can drop a "Run All" clicked before the notebook is ready to run it: once in six runs here, the
+    # kernel stayed idle and every prompt empty until the timeout. Click again until a cell has started.
+    for _ in range(3):
+        menu_command(page, "Run", "runmenu:run-all")
+        try:
+            page.wait_for_function("""() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))""", timeout=30_000, polling=500)
+            break
+        except PlaywrightTimeout:
+            continue
+    else:
+        raise RuntimeError("'Run All' started no cell, three times")
     # Done when every code cell shows an execution count and the kernel is idle again.
     page.wait_for_function("""() => {
         const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);

@@ -27,7 +27,9 @@ def _device_module() -> types.ModuleType:
     module.device_count = lambda: 1
     module.current_device = lambda: 0
     module._is_in_bad_fork = lambda: False
-    module.manual_seed_all = lambda seed: None  # nothing random is generated on the device: the fallback runs on CPU
+    # Random numbers on the device are drawn by the fallback, on the CPU, from the CPU's generator: torch.manual_seed
+    # seeds them (tests/test_device.py), and there is no generator of the device's own to seed.
+    module.manual_seed_all = lambda seed: None
     return module
 
 

@@ -95,6 +95,13 @@ def test_out_argument_served_by_the_fallback_is_resized_and_written():
     torch.testing.assert_close(out.cpu(), x - y)
 
 
+def test_random_numbers_on_the_device_come_from_the_cpus_generator():
+    torch.manual_seed(0)
+    on_device = torch.randn(5, device=device.NAME)
+    torch.manual_seed(0)
+    assert torch.equal(on_device.cpu(), torch.randn(5))
+
+
 def test_item_and_printing():
     x = torch.tensor([1.5, -2.0]).to(device.NAME)
     assert x[0].item() == 1.5

@@ -3,8 +3,8 @@
 // guard, the PrivateUse1 hooks, aten's factory, copy and view kernels), four compute kernels, and one boxed
 // fallback that serves every other aten operator on the CPU. Every kernel records itself with the trace recorder.
 //
-// The same TORCH_LIBRARY_IMPL(aten, <key>, m) blocks are how torch_xla, MPS, Ascend and HPU plug into PyTorch: the
-// operators are aten's own; the backend brings kernels for them.
+// TORCH_LIBRARY_IMPL(aten, <key>, m) blocks like these (generated, in their case) are how out-of-tree backends such
+// as torch_xla and Ascend's torch_npu plug into PyTorch: the operators are aten's own; the backend brings kernels.
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>

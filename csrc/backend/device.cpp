@@ -123,10 +123,15 @@ at::Tensor empty_strided(c10::DispatchKeySet ks, c10::IntArrayRef size, c10::Int
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype));
 }
 
+// A copy with either side on our device, done by the CPU's copy_ (strides and dtype conversion included).
+void copy_host(const at::Tensor& src, const at::Tensor& dst) {
+  (dst.is_cpu() ? dst : on_cpu(dst)).copy_(src.is_cpu() ? src : on_cpu(src));
+}
+
 // x.to("workbook"), x.cpu() and copy_ all end here, with one side on our device.
 at::Tensor copy_from(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
   trace::Scope scope("aten::_copy_from", ks, self, dst);
-  (dst.is_cpu() ? dst : on_cpu(dst)).copy_(self.is_cpu() ? self : on_cpu(self));
+  copy_host(self, dst);
   return dst;
 }
 
@@ -134,7 +139,7 @@ at::Tensor copy_from(c10::DispatchKeySet ks, const at::Tensor& self, const at::T
 at::Tensor copy_from_and_resize(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& dst) {
   trace::Scope scope("aten::_copy_from_and_resize", ks, self, dst);
   dst.resize_(self.sizes());
-  (dst.is_cpu() ? dst : on_cpu(dst)).copy_(self.is_cpu() ? self : on_cpu(self));
+  copy_host(self, dst);
   return dst;
 }
 
@@ -212,10 +217,9 @@ void check_arguments_on_device(const c10::OperatorHandle& op, const torch::jit::
       for (const at::Tensor& tensor : value.toTensorList()) tensors.push_back(tensor);
     }
     for (const at::Tensor& tensor : tensors) {
-      TORCH_CHECK(!tensor.defined() || tensor.device().type() == c10::DeviceType::PrivateUse1 ||
-                      (tensor.is_cpu() && tensor.dim() == 0),
-                  op.schema().name(), ": `", arguments[i].name(), "` is on ", tensor.device(),
-                  "; every tensor argument must be on the same device (move it with .to(...))");
+      if (tensor.defined() && !(tensor.is_cpu() && tensor.dim() == 0)) {
+        check_on_device(op.schema().name().c_str(), arguments[i].name().c_str(), tensor);
+      }
     }
   }
 }

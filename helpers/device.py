@@ -34,8 +34,9 @@ def _device_module() -> types.ModuleType:
 
 
 def enable() -> None:
-    """Load the device layer (and the schemas, for the trace recorder) and name PrivateUse1 NAME."""
-    build.load_all("schemas", "device")
+    """Load the device layer (after the schemas, which it needs for the trace recorder and workbook::add, and the CPU
+    kernels its workbook::add kernel calls) and name PrivateUse1 NAME."""
+    build.load_all("schemas", "cpu", "device")
     if torch._C._get_privateuse1_backend_name() == NAME:
         return
     torch.utils.rename_privateuse1_backend(NAME)

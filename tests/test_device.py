@@ -150,9 +150,28 @@ def test_mixed_device_calls_are_refused_naming_the_argument(call, message):
         call(x, torch.ones(4, 4))
 
 
-def test_a_zero_dim_cpu_tensor_is_accepted_as_a_scalar():
+@pytest.mark.parametrize("function", [torch.add, torch.mul, torch.sub], ids=["native add", "native mul", "fallback sub"])
+def test_a_zero_dim_cpu_tensor_is_accepted_as_a_scalar(function):
     x = tensors((4, 4))[0]
-    torch.testing.assert_close(torch.sub(x.to(device.NAME), torch.tensor(1.0)).cpu(), x - 1)
+    torch.testing.assert_close(function(x.to(device.NAME), torch.tensor(3.0)).cpu(), function(x, 3.0))
+
+
+def test_the_workbooks_own_add_has_a_native_kernel_and_a_gradient_on_the_device():
+    from helpers import build
+
+    build.load_all("autograd")  # workbook::add's Autograd kernel, registered at the Autograd alias key
+    x, y = tensors((4, 5), (4, 5))
+    on_device = [t.to(device.NAME).requires_grad_() for t in (x, y)]
+    before = device.counts()["fallback_calls"]
+    result = torch.ops.workbook.add(*on_device)
+    assert device.counts()["fallback_calls"] == before  # our kernel, not the fallback
+    torch.testing.assert_close(result.cpu(), x + y)
+    (result * result).sum().backward()
+    for tensor in on_device:
+        assert tensor.grad.device.type == device.NAME
+        torch.testing.assert_close(tensor.grad.cpu(), 2 * (x + y))
+    with pytest.raises(RuntimeError, match="workbook::add: `other` is on cpu"):
+        torch.ops.workbook.add(on_device[0], y)
 
 
 def test_the_trace_recorder_sees_native_kernels_and_the_fallback():

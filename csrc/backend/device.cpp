@@ -1,7 +1,8 @@
 // A device of our own, on the PrivateUse1 dispatch key: its memory is host RAM, and to the dispatcher it is an
 // accelerator like any other (lesson 09). What a tensor needs to exist on it and move (an allocator, a device
-// guard, the PrivateUse1 hooks, aten's factory, copy and view kernels), four compute kernels, and one boxed
-// fallback that serves every other aten operator on the CPU. Every kernel records itself with the trace recorder.
+// guard, the PrivateUse1 hooks, aten's factory, copy and view kernels), four compute kernels, a kernel for one of
+// the workbook's own operators, and one boxed fallback that serves every other operator on the CPU. Every kernel
+// records itself with the trace recorder.
 //
 // TORCH_LIBRARY_IMPL(aten, <key>, m) blocks like these (generated, in their case) are how out-of-tree backends such
 // as torch_xla and Ascend's torch_npu plug into PyTorch: the operators are aten's own; the backend brings kernels.
@@ -88,8 +89,10 @@ const bool hooks_registered = (at::RegisterPrivateUse1HooksInterface(new Hooks),
 
 // ---- Kernels -------------------------------------------------------------------------------------------------------
 
-// Our memory is host memory: a CPU tensor over the same bytes lets CPU code read and write it.
+// Our memory is host memory: a CPU tensor over the same bytes lets CPU code read and write it. (A CPU tensor that
+// got here is a 0-dim scalar, which check_on_device lets through: it is used as it is.)
 at::Tensor on_cpu(const at::Tensor& tensor) {
+  if (tensor.is_cpu()) return tensor;
   return at::from_blob(tensor.data_ptr(), tensor.sizes(), tensor.strides(), tensor.options().device(c10::kCPU));
 }
 
@@ -101,9 +104,10 @@ at::Tensor to_device(const at::Tensor& cpu_result) {
 }
 
 // A kernel registered with m.impl gets no device check from the dispatcher: without this one, a CPU argument would
-// be read through on_cpu() and the call would silently succeed.
+// be read through on_cpu() and the call would silently succeed. A 0-dim CPU tensor is a scalar, accepted on any
+// device (as CUDA's kernels accept it).
 void check_on_device(const char* op, const char* name, const at::Tensor& tensor) {
-  TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1, op, ": `", name, "` is on ", tensor.device(),
+  TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1 || (tensor.is_cpu() && tensor.dim() == 0), op, ": `", name, "` is on ", tensor.device(),
               "; every tensor argument must be on the same device (move it with .to(...))");
 }
 
@@ -203,8 +207,8 @@ at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10
 // ---- The boxed fallback: any other aten operator, run on the CPU ----------------------------------------------
 // torch's cpu_fallback copies the tensor arguments to the CPU (through our _copy_from), calls the operator there,
 // copies the results back to our device, and writes mutated arguments (in-place and out=) back into the originals.
-// Before that, the device check the native kernels make: a CPU tensor among the arguments (other than a 0-dim one,
-// which CUDA accepts too) is an error, not a silent copy.
+// Before that, the device check the native kernels make: a CPU tensor among the arguments (other than a 0-dim one)
+// is an error, not a silent copy.
 
 void check_arguments_on_device(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
   const auto& arguments = op.schema().arguments();
@@ -217,9 +221,7 @@ void check_arguments_on_device(const c10::OperatorHandle& op, const torch::jit::
       for (const at::Tensor& tensor : value.toTensorList()) tensors.push_back(tensor);
     }
     for (const at::Tensor& tensor : tensors) {
-      if (tensor.defined() && !(tensor.is_cpu() && tensor.dim() == 0)) {
-        check_on_device(op.schema().name().c_str(), arguments[i].name().c_str(), tensor);
-      }
+      if (tensor.defined()) check_on_device(op.schema().name().c_str(), arguments[i].name().c_str(), tensor);
     }
   }
 }
@@ -233,7 +235,26 @@ void fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
   at::native::cpu_fallback(op, stack);
 }
 
+// ---- The workbook's own operators on our device ------------------------------------------------------------------
+// A kernel per operator and key, as for aten's. Without one, workbook::add on our device is served by the fallback
+// above (a fallback serves every namespace). Our memory is host memory, so the workbook's CPU kernel (csrc/cpu.cpp)
+// runs on it as it stands: called with CPU views of the arguments, it reaches the CPU key; its result is copied here.
+
+at::Tensor workbook_add(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& other) {
+  trace::Scope scope("add", ks, self, other);
+  check_on_device("workbook::add", "self", self);
+  check_on_device("workbook::add", "other", other);
+  static const auto add_op = c10::Dispatcher::singleton()
+                                 .findSchemaOrThrow("workbook::add", "")
+                                 .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return to_device(add_op.call(on_cpu(self), on_cpu(other)));
+}
+
 }  // namespace
+
+TORCH_LIBRARY_IMPL(workbook, PrivateUse1, m) {
+  m.impl("add", workbook_add);
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from helpers import build, shipping, trace
+from helpers import build, device, shipping, trace
 
 from .toolkit import Result, call_path, compare_paths, exercise, load_python, mentions, operator
 
@@ -666,3 +666,87 @@ def stable_autograd(path: Path) -> Result:
     hint = "\nLook again at lesson 08, section 2 (its limits), and at lessons 04 and 06." if problems else ""
     return Result(not problems, "\n".join(problems) + hint if problems else "opcheck and gradcheck pass, for every "
                                                                             "layout and requires_grad")
+
+
+# ---------------------------------------------------------------------------------------------
+# 09: a backend of your own
+
+
+@exercise("09.served", "easy")
+def served(path: Path) -> Result:
+    device.enable()
+    generator = torch.Generator().manual_seed(0)
+    x, w, b = (torch.randn(shape, generator=generator).to(device.NAME) for shape in ((4, 5), (5, 3), (3,)))
+    with trace.recording() as events:
+        torch.relu(x @ w + b).sum()
+    actual = device.served(events)
+    answer = [tuple(call) for call in load_python(path).SERVED]
+    if answer == actual:
+        return Result(True, "calls: " + ", ".join(f"{op} ({server})" for op, server in actual))
+    for i, (yours, theirs) in enumerate(zip(answer, actual)):
+        if yours[0] != theirs[0]:
+            where = f"your call {i + 1}, {yours[0]!r}, is not the operator whose kernel runs there at PrivateUse1"
+            break
+        if yours != theirs:
+            where = f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}"
+            break
+    else:
+        where = (f"after your {len(answer)} call(s) more reach the device" if len(actual) > len(answer)
+                 else f"only {len(actual)} call(s) reach the device from outside")
+    return Result(False, f"{where}.\nLook again at lesson 09, sections 4 and 6: which operators reach a backend's key "
+                         "(composite ones do not), and which of them have kernels of ours.")
+
+
+def _mul_kernel_problems() -> list[str]:
+    """What a kernel for aten::mul_.Tensor at PrivateUse1 must do on the device: [] when it does."""
+    generator = torch.Generator().manual_seed(0)
+    x, other, row = (torch.randn(shape, generator=generator) for shape in ((4, 5), (4, 5), (5,)))
+    problems = []
+    cases = {"two 4 x 5 tensors": (lambda d: d, other, other),
+             "a transposed view as self": (lambda d: d.t(), other.t(), other.t()),
+             "a row that broadcasts": (lambda d: d, row, row),
+             "a 0-dim CPU tensor (a scalar)": (lambda d: d, torch.tensor(3.0), torch.tensor(3.0))}
+    for case, (view_of, other_cpu, other_arg) in cases.items():
+        on_device = x.to(device.NAME)
+        storage = on_device.data_ptr()
+        target = view_of(on_device)
+        argument = other_arg if other_arg.dim() == 0 else other_arg.to(device.NAME)
+        try:
+            target.mul_(argument)
+        except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
+            problems.append(f"on {case}: your kernel raised {type(error).__name__}: {str(error).splitlines()[0][:160]}")
+            continue
+        expected = view_of(x.clone()).mul_(other_cpu)
+        if on_device.data_ptr() != storage:
+            problems.append(f"on {case}: self's memory was replaced, not written into")
+        elif not torch.allclose(target.cpu(), expected):
+            unchanged = torch.equal(on_device.cpu(), x)
+            problems.append(f"on {case}: self {'did not change' if unchanged else 'holds the wrong values'}: the "
+                            "product must be written into self's own memory, on the device")
+    try:
+        x.to(device.NAME).mul_(other)
+        problems.append("a 4 x 5 CPU tensor as `other` was accepted: mixed devices must be refused")
+    except RuntimeError as error:
+        if "other" not in str(error):
+            problems.append(f"a CPU `other` was refused, but the error does not name it: {str(error).splitlines()[0]}")
+    if not problems:
+        leaf = x.to(device.NAME).requires_grad_()
+        factor = other.to(device.NAME).requires_grad_()
+        product = leaf.clone()
+        product.mul_(factor)
+        product.sum().backward()
+        if not (torch.allclose(leaf.grad.cpu(), other) and torch.allclose(factor.grad.cpu(), x)):
+            problems.append("the gradients of self and other are wrong")
+    return problems
+
+
+@exercise("09.inplace_kernel", "hard")
+def inplace_kernel(path: Path) -> Result:
+    device.enable()
+    answer = load_python(path)
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("mul_.Tensor", answer.mul_, "PrivateUse1")
+    problems = _mul_kernel_problems()
+    hint = "\nLook again at lesson 09, section 7: mixed devices, and an in-place kernel that computes on a copy."
+    return Result(not problems, "\n".join(problems) + hint if problems else "mul_ writes into self on the device, "
+                                                                             "checks devices, and has gradients")

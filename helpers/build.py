@@ -48,8 +48,10 @@ LAYERS: dict[str, list[str]] = {
     "dispatch_bench": ["bench/dispatch_cost.cpp"],
     # workbook_stable::add, on LibTorch's stable ABI (lesson 08).
     "stable": ["stable/add.cpp"],
-    # Lesson 09: a device of our own on PrivateUse1 (helpers/device.py gives it its name).
+    # Lesson 09: a device of our own on PrivateUse1 (helpers/device.py gives it its name): its kernels, and what
+    # torch asks of a device outside the dispatcher (the lesson loads the second after showing what fails without it).
     "device": ["backend/device.cpp"],
+    "device_guard": ["backend/guard.cpp"],
     # CUDA kernels: building and loading this layer needs a CUDA build of torch and a GPU.
     "cuda": ["cuda.cu"],
     # Lesson 01's pitfalls: what goes wrong, and the fix.

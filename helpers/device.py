@@ -1,7 +1,8 @@
-"""Lesson 09's device: the "device" layer (csrc/backend/device.cpp, on the PrivateUse1 dispatch key), given a name.
+"""Lesson 09's device: the layers "device" and "device_guard" (csrc/backend/, on the PrivateUse1 dispatch key), given
+a name.
 
     from helpers import device
-    device.enable()                       # loads the layer; PrivateUse1 is now called "workbook"
+    device.enable()                       # loads the layers; PrivateUse1 is now called "workbook"
     x = torch.ones(3, device="workbook")  # or torch.ones(3).workbook(); x.is_workbook is True
 
 torch.utils.rename_privateuse1_backend can run once per process, and cannot be undone: enable() may be called
@@ -34,14 +35,29 @@ def _device_module() -> types.ModuleType:
 
 
 def enable() -> None:
-    """Load the device layer (after the schemas, which it needs for the trace recorder and workbook::add, and the CPU
-    kernels its workbook::add kernel calls) and name PrivateUse1 NAME."""
-    build.load_all("schemas", "cpu", "device")
+    """Load the device's layers (after the schemas, which they need for the trace recorder and workbook::add, and the
+    CPU kernels their workbook::add kernel calls) and name PrivateUse1 NAME."""
+    build.load_all("schemas", "cpu", "device", "device_guard")
+    name_backend()
+
+
+def name_backend() -> None:
+    """Name PrivateUse1 NAME, give tensors and modules its methods, and register its module as torch.<NAME>."""
     if torch._C._get_privateuse1_backend_name() == NAME:
         return
     torch.utils.rename_privateuse1_backend(NAME)
     torch.utils.generate_methods_for_privateuse1_backend()  # x.workbook(), x.is_workbook, module.workbook()
     torch._register_device_module(NAME, _device_module())
+
+
+def served(events) -> list[tuple[str, str]]:
+    """For each call that reached the device (the trace recorder's outermost events): the operator, and "native" where
+    a kernel of ours is registered for it, "fallback" where the boxed fallback served it."""
+    def qualified(op: str) -> str:  # the workbook's kernels record their operator's name without the namespace
+        return op if "::" in op else f"workbook::{op}"
+
+    return [(event.op, "native" if torch._C._dispatch_has_kernel_for_dispatch_key(qualified(event.op), "PrivateUse1")
+             else "fallback") for event in events if event.depth == 0]
 
 
 def counts() -> dict[str, int]:

@@ -1,13 +1,16 @@
-"""Pictures of the dispatcher: a key ladder per call, and a map of dispatch tables.
+"""Pictures of the dispatcher: a key ladder per call, a map of dispatch tables, and who served a backend's calls.
 
     figure = plot.ladders([trace.call(op, x), trace.call(op, x_grad)], titles=["plain", "requires_grad"])
     figure = plot.table_map([torch.ops.workbook.add, torch.ops.aten.add.Tensor])
+    figure = plot.served({"forward": [("aten::mm", "native"), ("aten::relu", "fallback")]})
 
-Both return the matplotlib Figure. In a notebook, assign it (`figure = plot.ladders(...)`): Jupyter
+Each returns the matplotlib Figure. In a notebook, assign it (`figure = plot.ladders(...)`): Jupyter
 shows it once, and nbval, which ignores a trailing `;`, finds no extra text output.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch, Patch
@@ -75,9 +78,8 @@ def ladder(t: tr.Trace, ax=None, title: str | None = None):
         _box(ax, 0, rows[step.key], COLORS[category], label, dashed=step.status == "excluded")
     _arrows(ax, 0, [rows[k] for k in t.predicted_path])
     recorded_rows, bottom = [], min(rows.values(), default=0)
-    own = tr.short_name(t.op)
     for event in t.recorded:
-        if event.op == own:
+        if t.is_own(event):
             y = rows.get(event.key, bottom - 1)
             _box(ax, 1, y, COLORS["workbook kernel"], f"{event.key}\n{','.join(event.dtypes)}", width=0.8)
         else:  # a nested call of another operator: below the ladder, indented, named
@@ -182,4 +184,30 @@ def _short(entry: tr.Entry | None) -> str:
     if label == "ours" and entry.kind in ("math kernel", "default backend kernel"):
         # One registration at a composite alias key fills this key: implicit (CompositeImplicitAutograd) or explicit.
         return "ours:implicit" if entry.kind == "math kernel" else "ours:explicit"
+    if label == "ours" and entry.kind == "backend fallback":
+        return "ours:fallback"  # one boxed kernel for every operator at this key (lesson 09)
     return label
+
+
+def served(phases: dict[str, list[tuple[str, str]]]):
+    """Calls per operator that reached a backend, one panel per phase (forward, backward, ...), each bar split into the
+    calls its own kernels served and those its fallback served. A phase is a list of (operator, "native" or
+    "fallback"), one per call, as helpers.device.served gives."""
+    height = 0.28 * max(len({op for op, _ in calls}) for calls in phases.values()) + 1.6
+    fig, axes = plt.subplots(1, len(phases), figsize=(5.6 * len(phases), height), squeeze=False)
+    for ax, (phase, calls) in zip(axes[0], phases.items()):
+        counts = Counter(calls)
+        ops = sorted({op for op, _ in calls}, key=lambda op: (-counts[(op, "fallback")], op))
+        native = [counts[(op, "native")] for op in ops]
+        fallback = [counts[(op, "fallback")] for op in ops]
+        ax.barh(ops, native, color=COLORS["workbook kernel"], edgecolor="#555555")
+        ax.barh(ops, fallback, left=native, color=COLORS["fallback"], edgecolor="#555555")
+        ax.invert_yaxis()
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.tick_params(labelsize=8)
+        ax.set_title(f"{phase}: {sum(native)} calls to our kernels, {sum(fallback)} to the fallback", fontsize=9)
+    handles = [Patch(facecolor=COLORS["workbook kernel"], edgecolor="#555555", label="our kernel"),
+               Patch(facecolor=COLORS["fallback"], edgecolor="#555555", label="the fallback")]
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig

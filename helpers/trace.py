@@ -309,15 +309,20 @@ class Trace:
         """The keys of this operator's own kernels that ran, in order."""
         return [e.key for e in self.own_events]
 
+    def is_own(self, event: Event) -> bool:
+        """Whether a kernel of the called operator itself logged `event`: the workbook's kernels log the operator's
+        short name ("add"), lesson 09's device kernels aten's full one ("aten::add.Tensor")."""
+        return event.op in (short_name(self.op), self.op)
+
     @property
     def own_events(self) -> list[Event]:
-        """The recorded kernels of the called operator itself (a kernel logs its operator's name)."""
-        return [e for e in self.recorded if e.op == short_name(self.op)]
+        """The recorded kernels of the called operator itself."""
+        return [e for e in self.recorded if self.is_own(e)]
 
     @property
     def nested(self) -> list[Event]:
         """Kernels of other operators that ran inside this call (mean's kernel calls sum: sum's)."""
-        return [e for e in self.recorded if e.op != short_name(self.op)]
+        return [e for e in self.recorded if not self.is_own(e)]
 
     @property
     def agrees(self) -> bool:
@@ -333,8 +338,7 @@ class Trace:
             rows.append(f"  {marks[step.status]:<11} {step.key}{who}")
         rows.append(f"  predicted: {' -> '.join(self.predicted_path) or '(none)'}")
         if recorder_loaded():
-            own = short_name(self.op)
-            shown = [f"{'' if e.op == own else e.op + '@'}{e.key}({','.join(e.dtypes)})" for e in self.recorded]
+            shown = [f"{'' if self.is_own(e) else e.op + '@'}{e.key}({','.join(e.dtypes)})" for e in self.recorded]
             rows.append(f"  recorded:  {' -> '.join(shown) or '(none of our kernels ran)'}")
             if self.nested:
                 rows.append(f"  nested:    {', '.join(dict.fromkeys(e.op for e in self.nested))} "

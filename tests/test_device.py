@@ -188,3 +188,8 @@ def test_the_trace_recorder_sees_native_kernels_and_the_fallback():
         ("aten::empty_strided", "PrivateUse1", 1),  # ... the result copied back to the device
         ("aten::_copy_from", "PrivateUse1", 1),
     ]
+
+
+def test_a_device_index_the_device_does_not_have_is_refused():
+    with pytest.raises(RuntimeError, match="the workbook's device has one index, 0; got workbook:1"):
+        torch.ones(3, device=f"{device.NAME}:1")

@@ -79,7 +79,7 @@ def test_check_passes_on_the_solution(exercise_id):
 
 
 def test_every_lesson_has_two_exercises_one_hard_and_three_mistakes_each():
-    for lesson in (f"{n:02d}" for n in range(9)):
+    for lesson in (f"{n:02d}" for n in range(10)):
         ours = [e for e in EXERCISES.values() if e.id.startswith(lesson + ".")]
         assert len(ours) >= 2 and any(e.difficulty == "hard" for e in ours), lesson
     for exercise in EXERCISES.values():

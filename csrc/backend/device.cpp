@@ -1,14 +1,13 @@
 // A device of our own, on the PrivateUse1 dispatch key: its memory is host RAM, and to the dispatcher it is an
-// accelerator like any other (lesson 09). What a tensor needs to exist on it and move (an allocator, a device
-// guard, the PrivateUse1 hooks, aten's factory, copy and view kernels), four compute kernels, a kernel for one of
-// the workbook's own operators, and one boxed fallback that serves every other operator on the CPU. Every kernel
-// records itself with the trace recorder.
+// accelerator like any other (lesson 09). What a tensor needs to exist on it and move (an allocator, aten's factory,
+// copy and view kernels), four compute kernels, a kernel for one of the workbook's own operators, and one boxed
+// fallback that serves every other operator on the CPU. Every kernel records itself with the trace recorder. What
+// torch asks of a device outside the dispatcher (a device guard, the PrivateUse1 hooks) is in guard.cpp.
 //
 // TORCH_LIBRARY_IMPL(aten, <key>, m) blocks like these (generated, in their case) are how out-of-tree backends such
 // as torch_xla and Ascend's torch_npu plug into PyTorch: the operators are aten's own; the backend brings kernels.
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/as_strided_native.h>
@@ -20,7 +19,6 @@
 #include <ATen/ops/sum.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/Allocator.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <torch/library.h>
 
@@ -56,37 +54,6 @@ struct HostAllocator final : c10::Allocator {
 HostAllocator allocator;
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &allocator);
 
-// ---- Device guard: what `with torch.device(...)`, the autograd engine and kernels use to switch devices --------
-
-struct Guard final : c10::impl::DeviceGuardImplInterface {
-  c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }
-  c10::Device exchangeDevice(c10::Device device) const override {
-    setDevice(device);
-    return kDevice;
-  }
-  c10::Device getDevice() const override { return kDevice; }
-  void setDevice(c10::Device device) const override {
-    TORCH_CHECK(device.index() <= 0, "the workbook's device has one index, 0; got ", device);
-  }
-  void uncheckedSetDevice(c10::Device) const noexcept override {}
-  c10::Stream getStream(c10::Device device) const override { return c10::Stream(c10::Stream::DEFAULT, device); }
-  c10::Stream exchangeStream(c10::Stream stream) const override { return stream; }  // one stream: work is synchronous
-  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
-};
-
-C10_REGISTER_GUARD_IMPL(PrivateUse1, Guard);
-
-// ---- Hooks: what torch asks a PrivateUse1 backend outside the dispatcher (the autograd engine asks
-// hasPrimaryContext before it runs a backward on the device) ----------------------------------------------------
-
-struct Hooks final : at::PrivateUse1HooksInterface {
-  bool isBuilt() const override { return true; }
-  bool isAvailable() const override { return true; }
-  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
-};
-
-const bool hooks_registered = (at::RegisterPrivateUse1HooksInterface(new Hooks), true);
-
 // ---- Kernels -------------------------------------------------------------------------------------------------------
 
 // Our memory is host memory: a CPU tensor over the same bytes lets CPU code read and write it. (A CPU tensor that
@@ -111,18 +78,25 @@ void check_on_device(const char* op, const char* name, const at::Tensor& tensor)
               "; every tensor argument must be on the same device (move it with .to(...))");
 }
 
+// Factory functions pass the device they were asked for to these two kernels, and nothing else checks its index.
+void check_index(std::optional<c10::Device> device) {
+  TORCH_CHECK(!device || device->index() <= 0, "the workbook's device has one index, 0; got ", *device);
+}
+
 at::Tensor empty_memory_format(c10::DispatchKeySet ks, c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
-                               std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>,
+                               std::optional<c10::Layout>, std::optional<c10::Device> device, std::optional<bool>,
                                std::optional<c10::MemoryFormat> memory_format) {
   trace::Scope scope("aten::empty.memory_format", ks);
+  check_index(device);
   return at::detail::empty_generic(size, &allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
                                    c10::dtype_or_default(dtype), memory_format);
 }
 
 at::Tensor empty_strided(c10::DispatchKeySet ks, c10::IntArrayRef size, c10::IntArrayRef stride,
-                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout>, std::optional<c10::Device>,
-                         std::optional<bool>) {
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout>,
+                         std::optional<c10::Device> device, std::optional<bool>) {
   trace::Scope scope("aten::empty_strided", ks);
+  check_index(device);
   return at::detail::empty_strided_generic(size, stride, &allocator,
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype));
 }

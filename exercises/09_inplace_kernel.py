@@ -1,0 +1,16 @@
+"""Exercise 09.inplace_kernel (hard): an in-place kernel for the device.
+
+Lesson 09's device has no kernel of its own for `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+Write one in Python: the check registers `mul_` below at the device's key (PrivateUse1), in place of aten's
+structured kernel, as lesson 09, section 7 registers one for add_. On the device, it must:
+- write self * other into `self` itself (its own memory, whatever its strides; `other` may broadcast) and return
+  `self`;
+- accept a 0-dim CPU tensor as `other` (a scalar, as aten's kernels do), and refuse any other CPU tensor with a
+  RuntimeError that names `other`: once your kernel replaces aten's, nothing else checks (section 7);
+- let gradients flow (torch's autograd kernel for mul_ runs above yours).
+Any torch operator may be called inside.
+"""
+
+
+def mul_(self, other):
+    return self.cpu().mul_(other.cpu())  # TODO: the product belongs in self, on the device

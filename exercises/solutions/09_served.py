@@ -1,0 +1,18 @@
+"""Exercise 09.served (easy): which calls reach the device, and who serves them.
+
+On lesson 09's device, with `x` (4 x 5), `w` (5 x 3) and `b` (3) on it:
+
+    torch.relu(x @ w + b).sum()
+
+Which operators' kernels does this call at the device's key (PrivateUse1), in order? Count the calls that reach the
+device from outside, as device.served does, not those a kernel makes inside (such as the fallback's copies). For each,
+write the operator with its overload, as the trace recorder names it ("aten::add.Tensor", "aten::sum"), and who
+serves it: "native" (a kernel of ours in csrc/backend/device.cpp) or "fallback".
+"""
+
+SERVED = [
+    ("aten::mm", "native"),  # matmul is CompositeImplicitAutograd: for two matrices it calls mm, which has our kernel
+    ("aten::add.Tensor", "native"),  # b broadcasts: our add hands the work to aten's CPU add, which broadcasts
+    ("aten::relu", "fallback"),
+    ("aten::sum", "native"),
+]

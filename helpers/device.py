@@ -29,8 +29,11 @@ def _device_module() -> types.ModuleType:
     module.current_device = lambda: 0
     module._is_in_bad_fork = lambda: False
     # Random numbers on the device are drawn by the fallback, on the CPU, from the CPU's generator: torch.manual_seed
-    # seeds them (tests/test_device.py), and there is no generator of the device's own to seed.
+    # seeds them (tests/test_device.py), and there is no generator of the device's own: its state is the CPU's.
+    # (torch asks for these once the device is torch.accelerator's: opcheck saves and restores the state.)
     module.manual_seed_all = lambda seed: None
+    module.get_rng_state = lambda device=NAME: torch.get_rng_state()
+    module.set_rng_state = lambda new_state, device=NAME: torch.set_rng_state(new_state)
     return module
 
 

@@ -193,3 +193,14 @@ def test_the_trace_recorder_sees_native_kernels_and_the_fallback():
 def test_a_device_index_the_device_does_not_have_is_refused():
     with pytest.raises(RuntimeError, match="the workbook's device has one index, 0; got workbook:1"):
         torch.ones(3, device=f"{device.NAME}:1")
+
+
+def test_once_enabled_the_device_is_torchs_accelerator_and_opcheck_still_runs():
+    # torch.accelerator now names our device, and code that saves and restores the accelerator's random state
+    # (opcheck, torch.testing) asks its module for it.
+    from helpers import build
+
+    assert torch.accelerator.current_accelerator() == torch.device(device.NAME)
+    build.load_all("meta", "autograd")
+    x, y = tensors((3, 4), (3, 4))
+    torch.library.opcheck(torch.ops.workbook.add.default, (x.requires_grad_(), y))

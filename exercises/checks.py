@@ -603,8 +603,7 @@ def layer_cost(path: Path) -> Result:
 def load_before_aoti(path: Path) -> Result:
     site = shipping.install(shipping.build_wheel())
     build.load_all("schemas", "cpu", "meta", "composite")
-    model, program = shipping.exported_mlp()
-    model_pt2 = shipping.aoti_package(program)
+    model, model_pt2 = shipping.mlp_package()
     x = torch.randn(5, 32, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected = model(x)

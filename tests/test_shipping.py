@@ -26,7 +26,7 @@ def site():
 
 @pytest.fixture(scope="module")
 def model_pt2(workbook):
-    return shipping.aoti_package(shipping.exported_mlp()[1])
+    return shipping.mlp_package()[1]
 
 
 def test_wheel_is_one_abi3_wheel_holding_the_library_and_the_python_side():
@@ -118,7 +118,7 @@ print("stable wheel ran under torch", torch.__version__)
 def test_cpp_runner_matches_eager_with_no_python_on_two_batch_sizes(site, model_pt2):
     runner = shipping.build_runner()
     library = site / "workbook_ops" / "_C.abi3.so"
-    model = shipping.exported_mlp()[0]
+    model = shipping.mlp_package()[0]
     for rows in (3, 5):
         x = torch.randn(rows, 32, generator=torch.Generator().manual_seed(rows))
         stdin = f"{rows} 32\n{' '.join(repr(v) for v in x.flatten().tolist())}\n"

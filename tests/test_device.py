@@ -205,3 +205,12 @@ def test_once_enabled_the_device_is_torchs_accelerator_and_its_random_state_can_
     with freeze_rng_state():
         first = torch.randn(3, device=device.NAME)
     torch.testing.assert_close(torch.randn(3, device=device.NAME), first)
+
+
+def test_a_view_operator_left_to_the_fallback_returns_a_copy_and_only_warns():
+    # Lesson 09's pitfall: why the device has kernels of its own for as_strided and view.
+    base = torch.arange(6.0).to(device.NAME)
+    with pytest.warns(UserWarning, match="aten::unfold appears to be a view operator"):
+        windows = base.unfold(0, 2, 1)
+    windows[0, 0] = 100.0
+    assert base.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and windows._base is base

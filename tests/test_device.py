@@ -95,6 +95,15 @@ def test_out_argument_served_by_the_fallback_is_resized_and_written():
     torch.testing.assert_close(out.cpu(), x - y)
 
 
+def test_the_fallback_returns_tuples_and_results_that_are_not_tensors():
+    x = tensors((4, 5))[0]
+    on_device = x.to(device.NAME)
+    values, indices = on_device.max(dim=1)  # a tuple of tensors, both moved back to the device
+    assert values.device.type == indices.device.type == device.NAME
+    torch.testing.assert_close((values.cpu(), indices.cpu()), tuple(x.max(dim=1)))
+    assert torch.equal(on_device, on_device) is True and torch.equal(on_device, on_device + 1) is False  # a bool
+
+
 def test_random_numbers_on_the_device_come_from_the_cpus_generator():
     torch.manual_seed(0)
     on_device = torch.randn(5, device=device.NAME)

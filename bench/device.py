@@ -6,8 +6,9 @@ Microseconds per call on two 1,000-element float32 tensors:
 - torch.add on CPU tensors: aten's CPU kernel, the reference;
 - torch.add on the device: our native kernel (it reads the device's memory as CPU tensors, adds there, and copies
   the result into a new tensor on the device);
-- torch.sub on the device, which has no kernel of ours: the boxed fallback copies both arguments to the CPU, runs
-  aten's sub there, and copies the result back. sub does the same work as add.
+- torch.sub on the device, which has no kernel of ours: aten's structured kernel checks the arguments and allocates
+  the result on the device, then the boxed fallback serves sub.out: it copies all three tensors (out included) to
+  the CPU, runs aten's sub.out there, and copies out back. sub does the same arithmetic as add.
 """
 
 from __future__ import annotations

@@ -7,9 +7,13 @@ structured kernel, as lesson 09, section 7 registers one for add_. On the device
   `self`;
 - accept a 0-dim CPU tensor as `other` (a scalar, as aten's kernels do), and refuse any other CPU tensor with a
   RuntimeError that names `other`: once your kernel replaces aten's, nothing else checks (section 7);
+- refuse, with a RuntimeError, a product whose type `self` cannot hold (an integer `self` times a float `other`), as
+  aten's in-place operators do (torch.can_cast);
 - let gradients flow (torch's autograd kernel for mul_ runs above yours).
 Any torch operator may be called inside.
 """
+
+import torch
 
 
 def mul_(self, other):

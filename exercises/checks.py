@@ -728,6 +728,13 @@ def _mul_kernel_problems() -> list[str]:
     except RuntimeError as error:
         if "other" not in str(error):
             problems.append(f"a CPU `other` was refused, but the error does not name it: {str(error).splitlines()[0]}")
+    integers = torch.arange(6).to(device.NAME)
+    try:
+        integers.mul_(torch.full((6,), 0.5).to(device.NAME))
+        problems.append(f"an int64 self times a float32 other was accepted (self became {integers.cpu().tolist()}): "
+                        "self can't hold the float product, and aten's in-place operators refuse it")
+    except RuntimeError:
+        pass
     if not problems:
         leaf = x.to(device.NAME).requires_grad_()
         factor = other.to(device.NAME).requires_grad_()

@@ -380,4 +380,9 @@ MISTAKES = [
             expect='the error does not name it',
             edits=[('        raise RuntimeError(f"mul_: `other` is on {other.device}, `self` on {self.device}")\n',
                     '        raise RuntimeError("mul_: tensors are on different devices")\n')]),
+    Mistake('09.inplace_kernel', 'no_cast_check', "no check that self can hold the product's type",
+            expect='an int64 self times a float32 other was accepted',
+            edits=[(('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n'
+                     '        raise RuntimeError(f"mul_: the product\'s type {torch.result_type(self, other)} can\'t be cast to {self.dtype}")\n'),
+                    '')]),
 ]

@@ -54,13 +54,21 @@ def name_backend() -> None:
 
 
 def served(events) -> list[tuple[str, str]]:
-    """For each call that reached the device (the trace recorder's outermost events): the operator, and "native" where
-    a kernel of ours is registered for it, "fallback" where the boxed fallback served it."""
+    """For each call that reached the device (the recorder's events at PrivateUse1 that no other PrivateUse1 kernel
+    made): the operator, and "native" where a kernel of ours is registered for it, "fallback" where the boxed
+    fallback served it."""
     def qualified(op: str) -> str:  # the workbook's kernels record their operator's name without the namespace
         return op if "::" in op else f"workbook::{op}"
 
-    return [(event.op, "native" if torch._C._dispatch_has_kernel_for_dispatch_key(qualified(event.op), "PrivateUse1")
-             else "fallback") for event in events if event.depth == 0]
+    calls, open_depth = [], None  # open_depth: the depth of the device call the events are inside, if any
+    for event in events:
+        if open_depth is not None and event.depth <= open_depth:
+            open_depth = None
+        if open_depth is None and event.key == "PrivateUse1":
+            native = torch._C._dispatch_has_kernel_for_dispatch_key(qualified(event.op), "PrivateUse1")
+            calls.append((event.op, "native" if native else "fallback"))
+            open_depth = event.depth
+    return calls
 
 
 def counts() -> dict[str, int]:

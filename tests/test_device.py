@@ -71,6 +71,14 @@ def test_native_kernels_serve_their_operators_and_the_fallback_the_rest(name, fu
     assert (served_by_fallback == 0) == (name in NATIVE), served_by_fallback
 
 
+def test_native_kernels_keep_the_strides_the_cpus_kernels_choose():
+    x, y = tensors((4, 5), (4, 5))
+    expected = x.t() + y.t()  # aten keeps its inputs' transposed layout
+    got = x.to(device.NAME).t() + y.to(device.NAME).t()
+    assert got.stride() == expected.stride() != (4, 1)
+    torch.testing.assert_close(got.cpu(), expected)
+
+
 def test_views_share_the_storage_on_the_device():
     x = tensors((4, 5))[0].to(device.NAME)
     assert x.t().data_ptr() == x.data_ptr() and x.view(20).data_ptr() == x.data_ptr()
@@ -191,7 +199,7 @@ def test_the_trace_recorder_sees_native_kernels_and_the_fallback():
         torch.relu(torch.mm(a, b))
     assert [(event.op, event.key, event.depth) for event in events] == [
         ("aten::mm", "PrivateUse1", 0),  # native: the result allocated on the device
-        ("aten::empty.memory_format", "PrivateUse1", 1),
+        ("aten::empty_strided", "PrivateUse1", 1),
         ("aten::relu", "PrivateUse1", 0),  # the fallback: the argument copied to the CPU, relu there, ...
         ("aten::_copy_from", "PrivateUse1", 1),
         ("aten::empty_strided", "PrivateUse1", 1),  # ... the result copied back to the device

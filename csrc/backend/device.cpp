@@ -12,6 +12,7 @@
 #include <ATen/ops/add.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/mul.h>
@@ -63,9 +64,10 @@ at::Tensor on_cpu(const at::Tensor& tensor) {
   return at::from_blob(tensor.data_ptr(), tensor.sizes(), tensor.strides(), tensor.options().device(c10::kCPU));
 }
 
-// A CPU result, copied to a new tensor on our device.
+// A CPU result, copied to a new tensor on our device, with the strides aten's CPU kernel chose for it.
 at::Tensor to_device(const at::Tensor& cpu_result) {
-  at::Tensor result = at::empty(cpu_result.sizes(), cpu_result.options().device(kDevice));
+  at::Tensor result =
+      at::empty_strided(cpu_result.sizes(), cpu_result.strides(), cpu_result.options().device(kDevice));
   on_cpu(result).copy_(cpu_result);
   return result;
 }

@@ -1,6 +1,6 @@
 // What torch asks of a device outside the dispatcher (lesson 09): a device guard and the PrivateUse1 hooks. The
-// "device" layer (device.cpp) holds the kernels; without this file, the first copy to the device fails with
-// "PyTorch is not linked with support for <name> devices".
+// "device" layer (device.cpp) holds the kernels; without this file, `.to("<name>")` (a device with no index: the
+// current one) fails with "PyTorch is not linked with support for <name> devices".
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
@@ -9,7 +9,8 @@ namespace {
 
 const c10::Device kDevice(c10::DeviceType::PrivateUse1, 0);
 
-// ---- Device guard: what torch uses to make a device current around work on it (a copy to it, printing) ----------
+// ---- Device guard: which device is current (asked for a device given without an index), making one current
+// (DeviceGuard), and how many there are ---------------------------------------------------------------------------
 
 struct Guard final : c10::impl::DeviceGuardImplInterface {
   c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }

@@ -701,21 +701,21 @@ def _mul_kernel_problems() -> list[str]:
     generator = torch.Generator().manual_seed(0)
     x, other, row = (torch.randn(shape, generator=generator) for shape in ((4, 5), (4, 5), (5,)))
     problems = []
-    cases = {"two 4 x 5 tensors": (lambda d: d, other, other),
-             "a transposed view as self": (lambda d: d.t(), other.t(), other.t()),
-             "a row that broadcasts": (lambda d: d, row, row),
-             "a 0-dim CPU tensor (a scalar)": (lambda d: d, torch.tensor(3.0), torch.tensor(3.0))}
-    for case, (view_of, other_cpu, other_arg) in cases.items():
+    cases = {"two 4 x 5 tensors": (lambda d: d, other),
+             "a transposed view as self": (lambda d: d.t(), other.t()),
+             "a row that broadcasts": (lambda d: d, row),
+             "a 0-dim CPU tensor (a scalar)": (lambda d: d, torch.tensor(3.0))}
+    for case, (view_of, factor) in cases.items():
         on_device = x.to(device.NAME)
         storage = on_device.data_ptr()
         target = view_of(on_device)
-        argument = other_arg if other_arg.dim() == 0 else other_arg.to(device.NAME)
+        argument = factor if factor.dim() == 0 else factor.to(device.NAME)  # a 0-dim factor stays on the CPU
         try:
             target.mul_(argument)
         except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
             problems.append(f"on {case}: your kernel raised {type(error).__name__}: {str(error).splitlines()[0][:160]}")
             continue
-        expected = view_of(x.clone()).mul_(other_cpu)
+        expected = view_of(x.clone()).mul_(factor)
         if on_device.data_ptr() != storage:
             problems.append(f"on {case}: self's memory was replaced, not written into")
         elif not torch.allclose(target.cpu(), expected):

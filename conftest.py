@@ -1,6 +1,8 @@
 """pytest configuration for the notebooks, which run under nbval (unit tests: tests/conftest.py)."""
 
 import os
+import shutil
+import tempfile
 
 # Exercise checks run on the untouched skeletons, never on a reader's copies in my_exercises/: the notebooks' stored
 # outputs are those of the skeletons (exercises/__init__.py). The notebooks' kernels inherit this.
@@ -14,6 +16,26 @@ os.environ["WORKBOOK_EXERCISES"] = "skeletons"
 # Set before anything imports torch, whose OpenMP runtime reads it once, at load; kernels and child processes
 # inherit it. A reader's JupyterLab runs one kernel and keeps OpenMP's default.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def pytest_configure(config):
+    # One fork server for the session (helpers/forkserver.py): isolated.run, in pytest's workers and in the notebooks'
+    # kernels (both inherit its address), forks a child from it instead of starting a Python that imports torch again.
+    from helpers import forkserver
+
+    if os.environ.get(forkserver.VARIABLE):  # a pytest-xdist worker: the controller started it
+        return
+    folder = tempfile.mkdtemp(prefix="workbook-forkserver-")
+    server = forkserver.start(os.path.join(folder, "socket"))
+    os.environ[forkserver.VARIABLE] = os.path.join(folder, "socket")
+
+    def stop():
+        server.stdin.close()
+        server.wait(timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
+        del os.environ[forkserver.VARIABLE]
+
+    config.add_cleanup(stop)
 
 
 def pytest_collectstart(collector):

@@ -1,12 +1,16 @@
 """Run Python in a fresh process, for demonstrations that would kill the notebook's kernel
 (an aborting library load, infinite recursion). The checkout's absolute path is removed from the
-output so that it reads the same on every machine."""
+output so that it reads the same on every machine.
+
+Under the test command the process is a child of a fork server that has imported torch already
+(forkserver.py): the same program, the same output, without importing torch twenty times."""
 
 import os
 import subprocess
 import sys
 import textwrap
 
+from . import forkserver
 from .paths import REPO
 
 
@@ -19,8 +23,12 @@ def run(code: str, env: dict[str, str] | None = None, timeout: float = 600) -> s
     """Run `code` with this Python in a new process (with extra environment variables `env`);
     returns its exit code, stdout and stderr."""
     program = NO_CORE_FILE + textwrap.dedent(code)
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
+    environment = {**os.environ, **(env or {})}
+    if os.environ.get(forkserver.VARIABLE):
+        done = forkserver.run(program, environment, str(REPO), timeout)
+    else:
+        done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                              timeout=timeout, cwd=REPO, env=environment)
     done.stdout = done.stdout.replace(f"{REPO}/", "")
     done.stderr = done.stderr.replace(f"{REPO}/", "")
     return done

@@ -1,0 +1,50 @@
+"""helpers/forkserver.py: a child of the fork server behaves as the new Python isolated.run starts without it."""
+
+import os
+import subprocess
+
+import pytest
+
+from helpers import forkserver, isolated
+
+PROGRAMS = {
+    "output on both streams": "import sys; print('out'); print('err', file=sys.stderr)",
+    "an exception": "raise ValueError('raised in the program')",
+    "sys.exit(3)": "import sys; sys.exit(3)",
+    "sys.exit with a message": "import sys; sys.exit('a message')",
+    "an abort": "import os; print('before', flush=True); os.abort()",
+    "__main__, argv, sys.path[0], cwd": "import os, sys; print(__name__, sys.argv, repr(sys.path[0]), os.getcwd())",
+    "the environment": "import os; print(os.environ['WORKBOOK_TEST_VARIABLE'])",
+    "what is imported": "import sys; print([name for name in ('helpers', 'exercises', 'trace') if name in sys.modules])",
+    "torch": "import torch; print(torch.tensor([1, 2]).sum().item())",
+}
+
+
+@pytest.fixture
+def new_python(monkeypatch):
+    """isolated.run as it runs outside the test command: a new Python each time."""
+    def run(code, **kwargs):
+        with monkeypatch.context() as patch:
+            patch.delenv(forkserver.VARIABLE)
+            return isolated.run(code, **kwargs)
+    return run
+
+
+@pytest.mark.parametrize("program", PROGRAMS.values(), ids=PROGRAMS.keys())
+def test_a_child_of_the_server_gives_what_a_new_python_gives(program, new_python):
+    assert os.environ.get(forkserver.VARIABLE), "the root conftest.py starts a server for the session"
+    env = {"WORKBOOK_TEST_VARIABLE": "passed"}
+    forked, fresh = isolated.run(program, env=env), new_python(program, env=env)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+
+
+def test_what_a_child_imports_or_sets_is_gone_for_the_next():
+    isolated.run("import wave, os; os.environ['LEFT_BEHIND'] = '1'")
+    assert isolated.run("import os, sys; print('wave' in sys.modules, 'LEFT_BEHIND' in os.environ)").stdout == \
+        "False False\n"
+
+
+def test_a_child_past_its_timeout_is_killed():
+    with pytest.raises(subprocess.TimeoutExpired):
+        isolated.run("import time; time.sleep(60)", timeout=1)
+    assert isolated.run("print('the server still serves')").stdout == "the server still serves\n"

@@ -15,7 +15,7 @@ PROGRAMS = {
     "an abort": "import os; print('before', flush=True); os.abort()",
     "__main__, argv, sys.path[0], cwd": "import os, sys; print(__name__, sys.argv, repr(sys.path[0]), os.getcwd())",
     "the environment": "import os; print(os.environ['WORKBOOK_TEST_VARIABLE'])",
-    "the workbook not imported": "import sys; print([name for name in ('helpers', 'exercises') if name in sys.modules])",
+    "no workbook module": "import sys; print([name for name in ('helpers', 'exercises') if name in sys.modules])",
     "torch": "import torch; print(torch.tensor([1, 2]).sum().item())",
 }
 

@@ -10,8 +10,8 @@ VENV   := $(if $(TORCH),.venv-$(TORCH),.venv)
 BIN    := $(VENV)/bin
 # Three workers on CI's two cores: each spends about a fifth of its time waiting (for a notebook kernel, a
 # compiler, a fresh Python), and a third keeps both cores busy (warm run: 98 s with -n 2, 91 s with -n 3).
-# A notebook stays on one worker (loadfile).
-PYTEST_ARGS ?= -n 3 --dist loadfile
+# A notebook stays on one worker (loadfile); files go out in the order the root conftest.py sets (no reordering).
+PYTEST_ARGS ?= -n 3 --dist loadfile --no-loadscope-reorder
 
 .PHONY: lab test unit notebooks execute bench browser-check clean
 

@@ -46,9 +46,19 @@ def pytest_collectstart(collector):
         collector.skip_compare += ("stderr", "text/html")
 
 
-def pytest_collection_modifyitems(items):
-    # The files that need none of the workbook's layers run first. On a cold run (nothing built yet)
-    # one worker then runs them while the other compiles the layers everyone needs, instead of both
-    # waiting for the same compile. (pytest-xdist hands out files in this order.)
-    needs_no_layer = ("test_cuda.py", "test_build.py")
-    items.sort(key=lambda item: item.path.name not in needs_no_layer)
+# The order in which pytest-xdist hands out files (Makefile: --no-loadscope-reorder; one file per worker at a time).
+# First the nvcc check: cold, it needs none of the workbook's layers, and keeps a core busy while another compiles the
+# precompiled header and the first layers. Then the files that take longest warm (seconds on a worker, 2-core AVX2
+# machine: 25, 24, 21, 20, 17, 17, 15, 13), so that none of them starts last and keeps one worker busy alone at the
+# end. The rest in collection order.
+FIRST = ["tests/test_cuda.py", "notebooks/06_composition.ipynb", "tests/test_exercise_mistakes.py",
+         "notebooks/07_dispatch_cost.ipynb", "tests/test_exercises.py", "notebooks/08_shipping.ipynb",
+         "notebooks/09_own_backend.ipynb", "notebooks/02_backend_kernels.ipynb", "tests/test_shipping.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        path = item.path.relative_to(config.rootpath).as_posix()
+        return FIRST.index(path) if path in FIRST else len(FIRST)
+
+    items.sort(key=rank)

@@ -7,7 +7,7 @@ import gc
 import pytest
 import torch
 
-from helpers import device
+from helpers import device, isolated
 
 NATIVE = {"add", "mul", "mm", "sum"}
 
@@ -125,7 +125,7 @@ def test_item_and_printing():
     assert repr(x) == "tensor([ 1.5000, -2.0000], device='workbook:0')"
 
 
-def test_mlp_gradients_on_the_device_equal_the_cpus():
+def mlp_gradients_equal_the_cpus():
     x, w1, w2 = tensors((6, 8), (8, 16), (16, 3), seed=1)
 
     def loss(x, w1, w2):
@@ -140,7 +140,7 @@ def test_mlp_gradients_on_the_device_equal_the_cpus():
         torch.testing.assert_close(ours.grad.cpu(), reference.grad)
 
 
-def test_allocations_balance_once_the_tensors_are_gone():
+def allocations_balance_once_the_tensors_are_gone():
     gc.collect()
     before = device.counts()
     x = tensors((64, 64))[0].to(device.NAME).requires_grad_()
@@ -173,7 +173,7 @@ def test_a_zero_dim_cpu_tensor_is_accepted_as_a_scalar(function):
     torch.testing.assert_close(function(x.to(device.NAME), torch.tensor(3.0)).cpu(), function(x, 3.0))
 
 
-def test_the_workbooks_own_add_has_a_native_kernel_and_a_gradient_on_the_device():
+def workbook_add_has_a_native_kernel_and_a_gradient():
     from helpers import build
 
     build.load_all("autograd")  # workbook::add's Autograd kernel, registered at the Autograd alias key
@@ -189,6 +189,38 @@ def test_the_workbooks_own_add_has_a_native_kernel_and_a_gradient_on_the_device(
         torch.testing.assert_close(tensor.grad.cpu(), 2 * (x + y))
     with pytest.raises(RuntimeError, match="workbook::add: `other` is on cpu"):
         torch.ops.workbook.add(on_device[0], y)
+
+
+# Backward on the device, each in a new process that registers the device before its first backward. The autograd
+# engine sizes its per-device queues once, at a process's first backward, from the devices registered then: after a
+# backward on CPU tensors, one on the device fails (test below), and pytest's workers run other files' tests first.
+BACKWARD = [mlp_gradients_equal_the_cpus, allocations_balance_once_the_tensors_are_gone,
+            workbook_add_has_a_native_kernel_and_a_gradient]
+
+
+@pytest.mark.parametrize("body", BACKWARD, ids=[body.__name__ for body in BACKWARD])
+def test_backward_on_the_device(body):
+    done = isolated.run(f"""
+        from helpers import device
+        device.enable()
+        from tests.test_device import {body.__name__}
+        {body.__name__}()
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_backward_before_the_device_is_registered_breaks_backward_on_it():
+    done = isolated.run("""
+        import torch
+        from helpers import device
+        torch.ones(2, requires_grad=True).sum().backward()  # the engine starts: no workbook device yet
+        device.enable()
+        torch.ones(2, device="workbook", requires_grad=True).sum().backward()
+    """)
+    if torch.cuda.device_count() == 0:
+        assert done.returncode == 1 and "device_ready_queues_.size()" in done.stderr, done.stderr[-3000:]
+    else:  # the queues are sized for the GPUs, which makes room for device 0 of the workbook's too
+        assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_the_trace_recorder_sees_native_kernels_and_the_fallback():

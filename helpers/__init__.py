@@ -8,9 +8,3 @@
 - python_ops (lesson 06), shipping (lesson 08) and device (lesson 09): each lesson's own steps.
 - execute and progress: re-running the notebooks (make execute) and live build lines.
 """
-
-from . import paths, trace
-
-# The workbook's own kernels are those registered from its csrc/ (trace.py works without this, in
-# your project, by telling torch's registrations from everyone else's).
-trace.OURS = paths.CSRC

@@ -47,10 +47,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 C = torch._C
 
 # Which kernels are "ours" (drawn green, checked against the recording): those registered from a file
-# under OURS, where it is set (the workbook sets it to its csrc/, helpers/__init__.py). Otherwise,
-# those registered from a file that exists on this machine outside torch's package: torch's own C++
-# kernels carry paths of the machine that built torch (/__w/pytorch/...), its Python ones lie in torch/.
-OURS: Path | None = None
+# under OURS, where it is set (in the workbook, its csrc/). Otherwise, those registered from a file that
+# exists on this machine outside torch's package: torch's own C++ kernels carry paths of the machine that
+# built torch (/__w/pytorch/...), its Python ones lie in torch/.
+try:
+    from .paths import CSRC as OURS
+except ImportError:  # copied alone into your project
+    OURS: Path | None = None
 _TORCH_PACKAGE = os.path.dirname(torch.__file__)
 
 EMPTY_KEYSET = C.DispatchKeySet(C.DispatchKey.Undefined)

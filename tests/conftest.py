@@ -12,6 +12,7 @@ same test command, and is not tested again here:
 A test may still use what a lesson shows, to pin what the lesson cannot show on every machine (test_shipping.py).
 """
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -19,22 +20,27 @@ from pathlib import Path
 
 import matplotlib
 import pytest
-import torch
 
 # Figures render off-screen here. (Not MPLBACKEND: notebook kernels started by nbval would inherit it.)
 matplotlib.use("Agg")
 
-from helpers import build, paths
+from helpers import paths
 
 paths.use_workbook_inductor_cache()  # torch.compile's cache in build/inductor, shared with the lessons
 
 # (major, minor) of the torch under test: a few behaviours differ within the supported range (README).
-TORCH = tuple(int(part) for part in torch.__version__.split(".")[:2])
+# Read from the installed package, not from torch: pytest's main process, which only hands out the work, then never
+# imports torch (2.5 s before its workers can start).
+TORCH = tuple(int(part) for part in importlib.metadata.version("torch").split(".")[:2])
 
 
 @pytest.fixture(scope="session")
 def workbook():
     """Every CPU-side layer of the workbook, loaded once for the test session."""
+    import torch
+
+    from helpers import build
+
     build.load_all("schemas", "cpu", "meta", "composite", "autograd", "fallthrough", "ad_inplace_or_view", "autocast")
     return torch.ops.workbook
 
@@ -47,6 +53,8 @@ def compile_once():
     torch's version and every input file; an unchanged tree then costs nothing on the next run (the
     nvcc check takes ~30 s). A failure is never remembered: it runs, and fails, every time.
     Returns (exit code, compiler output, whether the pass was remembered)."""
+
+    import torch
 
     def run(command: list[str], inputs: list[os.PathLike], output: os.PathLike) -> tuple[int, str, bool]:
         compiler = os.path.realpath(shutil.which(command[0]) or command[0])

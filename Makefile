@@ -8,8 +8,10 @@ PYTHON ?= python3
 TORCH  ?=
 VENV   := $(if $(TORCH),.venv-$(TORCH),.venv)
 BIN    := $(VENV)/bin
-# Three workers on CI's two cores: each spends about a fifth of its time waiting (for a notebook kernel, a
-# compiler, a fresh Python), and a third keeps both cores busy (warm run: 98 s with -n 2, 91 s with -n 3).
+# Three workers on CI's two cores: each spends part of its time waiting (for a notebook kernel, a compiler, a
+# child process), and a third keeps both cores busy. Since the fresh Pythons come from a fork server (forkserver.py)
+# the two are even on warm runs (2-core AVX2 machine: -n 2 82, 88, 100 s; -n 3 81, 89 s), and -n 3 keeps the
+# overlap for cold runs, where workers wait on each other's compiles.
 # A notebook stays on one worker (loadfile); files go out in the order the root conftest.py sets (no reordering).
 PYTEST_ARGS ?= -n 3 --dist loadfile --no-loadscope-reorder
 

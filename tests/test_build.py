@@ -179,7 +179,7 @@ def test_cpu_kernels_compile_for_arm(tmp_path, compile_once):
 
 
 def test_compile_once_remembers_passes_only(tmp_path, compile_once, monkeypatch):
-    monkeypatch.setattr(paths, "BUILD_DIR", tmp_path / "build" / "extensions")
+    monkeypatch.setattr(paths, "BUILD", tmp_path / "build")  # its stamps in tmp_path, not build/compile_checks/
     source, output = tmp_path / "check.cpp", tmp_path / "check.o"
     command = [paths.compiler(), "-c", str(source), "-o", str(output)]
     source.write_text("int broken( {\n")

@@ -16,7 +16,7 @@ import torch
 
 from helpers import build, device, shipping, trace
 
-from .toolkit import Result, call_path, compare_paths, exercise, load_python, mentions, operator
+from .toolkit import Result, call_path, compare_paths, exercise, first_difference, load_python, mentions, operator
 
 FALLBACK_WARNING = "an autograd kernel was not registered"
 
@@ -682,13 +682,11 @@ def served(path: Path) -> Result:
     answer = [tuple(call) for call in load_python(path).SERVED]
     if answer == actual:
         return Result(True, "calls: " + ", ".join(f"{op} ({server})" for op, server in actual))
-    for i, (yours, theirs) in enumerate(zip(answer, actual)):
-        if yours[0] != theirs[0]:
-            where = f"your call {i + 1}, {yours[0]!r}, is not the operator whose kernel runs there at PrivateUse1"
-            break
-        if yours != theirs:
-            where = f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}"
-            break
+    if (i := first_difference(answer, actual)) is not None:
+        yours, theirs = answer[i], actual[i]
+        where = (f"your call {i + 1}, {yours[0]!r}, is not the operator whose kernel runs there at PrivateUse1"
+                 if yours[0] != theirs[0] else
+                 f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}")
     else:
         where = (f"after your {len(answer)} call(s) more reach the device" if len(actual) > len(answer)
                  else f"only {len(actual)} call(s) reach the device from outside")

@@ -76,15 +76,19 @@ def call_path(op, *args) -> list[str]:
     return trace.path(trace.predict(op, *args))
 
 
+def first_difference(answer: list, actual: list) -> int | None:
+    """The index of the reader's first entry that differs from the actual one; None where the shorter list is the
+    start of the longer."""
+    return next((i for i, (yours, theirs) in enumerate(zip(answer, actual)) if yours != theirs), None)
+
+
 def compare_paths(answer: list[str], actual: list[str], where_to_look: str) -> Result:
     """A predicted path against the dispatcher's. On a mismatch, says which of the reader's entries is the first
     wrong one, and where to look, never what the right entry is."""
     if list(answer) == actual:
         return Result(True, f"path: {' -> '.join(actual)}")
-    for i, (yours, theirs) in enumerate(zip(answer, actual)):
-        if yours != theirs:
-            where = f"your kernel {i + 1}, {yours!r}, is not the one the dispatcher calls there"
-            break
+    if (i := first_difference(answer, actual)) is not None:
+        where = f"your kernel {i + 1}, {answer[i]!r}, is not the one the dispatcher calls there"
     else:
         where = (f"after your {len(answer)} kernel(s) the dispatcher calls more" if len(actual) > len(answer)
                  else f"the dispatcher stops before your kernel {len(actual) + 1}, {answer[len(actual)]!r}")

@@ -23,7 +23,7 @@ def pytest_configure(config):
     # kernels (both inherit its address), forks a child from it instead of starting a Python that imports torch again.
     from helpers import forkserver
 
-    if os.environ.get(forkserver.VARIABLE):  # a pytest-xdist worker: the controller started it
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the main process started it
         return
     folder = tempfile.mkdtemp(prefix="workbook-forkserver-")
     server = forkserver.start(os.path.join(folder, "socket"))

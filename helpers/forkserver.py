@@ -52,7 +52,11 @@ def run(program: str, env: dict[str, str], cwd: str, timeout: float) -> subproce
     """Run `program` in a child of the server named by WORKBOOK_FORKSERVER, as subprocess.run would in a new Python."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.connect(os.environ[VARIABLE])
+        try:
+            connection.connect(os.environ[VARIABLE])
+        except (FileNotFoundError, ConnectionRefusedError) as error:
+            raise RuntimeError(f"no fork server at {os.environ[VARIABLE]} ({VARIABLE}): it serves only while the "
+                               "test session that started it runs") from error
         request = json.dumps({"program": program, "env": env, "cwd": str(cwd)}).encode()
         socket.send_fds(connection, [request], [out.fileno(), err.fileno()])
         connection.shutdown(socket.SHUT_WR)

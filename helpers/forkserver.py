@@ -61,12 +61,13 @@ def run(program: str, env: dict[str, str], cwd: str, timeout: float) -> subproce
         socket.send_fds(connection, [request], [out.fileno(), err.fileno()])
         connection.shutdown(socket.SHUT_WR)
         connection.settimeout(timeout)
-        replies = connection.makefile("r")
-        pid = int(replies.readline())
+        replies, pid = connection.makefile("r"), None
         try:
+            pid = int(replies.readline())
             returncode = int(replies.readline())
         except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)
             raise subprocess.TimeoutExpired(["<forkserver child>"], timeout) from None
         return subprocess.CompletedProcess(["<forkserver child>"], returncode, _text(out), _text(err))
 
@@ -130,10 +131,12 @@ def _execute(request: dict, stdout: int, stderr: int) -> None:
     code = 0
     try:
         exec(compile(request["program"], "<string>", "exec"), main.__dict__)
-    except SystemExit as exit:  # sys.exit(n), sys.exit(), sys.exit("message")
-        code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
-        if code == 1 and not isinstance(exit.code, int):
-            print(exit.code, file=sys.stderr)
+    except SystemExit as stop:  # sys.exit(n), sys.exit(), sys.exit("message")
+        if stop.code is None or isinstance(stop.code, int):
+            code = stop.code or 0
+        else:
+            print(stop.code, file=sys.stderr)
+            code = 1
     except BaseException as error:  # noqa: BLE001 - report it as Python would (from the program's frames), exit 1
         traceback.print_exception(type(error), error, error.__traceback__.tb_next)
         code = 1

@@ -13,6 +13,7 @@ PROGRAMS = {
     "output on both streams": "import sys; print('out'); print('err', file=sys.stderr)",
     "an exception": "raise ValueError('raised in the program')",
     "sys.exit(3)": "import sys; sys.exit(3)",
+    "sys.exit()": "import sys; print('leaving'); sys.exit()",
     "sys.exit with a message": "import sys; sys.exit('a message')",
     "an abort": "import os; print('before', flush=True); os.abort()",
     "__main__, argv, sys.path[0], cwd": "import os, sys; print(__name__, sys.argv, repr(sys.path[0]), os.getcwd())",

@@ -1,4 +1,5 @@
-"""pytest configuration for the notebooks, which run under nbval (unit tests: tests/conftest.py)."""
+"""pytest configuration for the whole run: the notebooks under nbval, the session's fork server, the order in which
+files go to the workers (the unit tests' fixtures: tests/conftest.py)."""
 
 import os
 import shutil
@@ -21,10 +22,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 def pytest_configure(config):
     # One fork server for the session (helpers/forkserver.py): isolated.run, in pytest's workers and in the notebooks'
     # kernels (both inherit its address), forks a child from it instead of starting a Python that imports torch again.
-    from helpers import forkserver
-
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the main process started it
         return
+    from helpers import forkserver
+
     folder = tempfile.mkdtemp(prefix="workbook-forkserver-")
     server = forkserver.start(os.path.join(folder, "socket"))
     os.environ[forkserver.VARIABLE] = os.path.join(folder, "socket")

@@ -27,8 +27,9 @@ def pytest_configure(config):
     from helpers import forkserver
 
     folder = tempfile.mkdtemp(prefix="workbook-forkserver-")
-    server = forkserver.start(os.path.join(folder, "socket"))
-    os.environ[forkserver.VARIABLE] = os.path.join(folder, "socket")
+    address = os.path.join(folder, "socket")
+    server = forkserver.start(address)
+    os.environ[forkserver.VARIABLE] = address
 
     def stop():
         server.stdin.close()

@@ -19,7 +19,17 @@ os.environ["WORKBOOK_EXERCISES"] = "skeletons"
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+# The notebooks' kernel: ipykernel forked from the session's fork server (helpers/forked_kernel.py), found in
+# .jupyter/kernels/ (JupyterLab, without this path, offers only the usual kernel). A kernel named on the command line
+# (--nbval-kernel-name, --nbval-current-env) wins.
+os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [os.path.join(os.path.dirname(__file__), ".jupyter"),
+                                                          os.environ.get("JUPYTER_PATH")]))
+FORKED_KERNEL = "workbook-forked"
+
+
 def pytest_configure(config):
+    if not (config.option.nbval_kernel_name or config.option.nbval_current_env):
+        config.option.nbval_kernel_name = FORKED_KERNEL
     # One fork server for the session (helpers/forkserver.py): isolated.run, in pytest's workers and in the notebooks'
     # kernels (both inherit its address), forks a child from it instead of starting a Python that imports torch again.
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the main process started it

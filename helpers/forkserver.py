@@ -1,24 +1,27 @@
-"""A fork server for the test command: one Python that imports torch once and forks a child for each program that
-isolated.run gives it.
+"""A fork server: one Python that imports torch once and forks a child for each program it is given. A fork costs
+milliseconds; a new Python pays 2.5 s to import torch, 4 s where it then exports, compiles or loads an AOTInductor
+package (2-core AVX2 machine). It serves:
 
-Why: isolated.run starts a new interpreter for each demonstration, and the test command runs about twenty of them
-(lessons, tests, the exercise 08 check). Each paid 2.5 s to import torch, 4 s where it then exported, compiled or
-loaded an AOTInductor package; a fork costs milliseconds. The root conftest.py starts one server per test session
-and names its socket in WORKBOOK_FORKSERVER, which pytest's workers and the notebook kernels nbval starts inherit.
-isolated.run uses the server where that variable is set; elsewhere (your JupyterLab) it starts a new Python.
+- isolated.run, under the test command. The root conftest.py starts one server per test session and names its socket
+  in WORKBOOK_FORKSERVER, which pytest's workers and the notebooks' kernels inherit. Elsewhere (your JupyterLab)
+  isolated.run starts a new Python.
+- the exercise checks (exercises/runner.py): the session's server, or else one of the kernel's own, started on the
+  first check (address()).
+- the notebooks' kernels, under the test command (forked_kernel.py).
 
 A child is what `python -c program` would be once the modules in PRELOAD are imported: a process of its own (a crash
 ends only the child), with the caller's environment, working directory, stdout and stderr (tests/test_forkserver.py
-compares the two). The server imports nothing of the workbook, and never runs a kernel: it holds no OpenMP threads
+compares the two). The server imports nothing of the workbook and runs nothing itself: it holds no OpenMP threads
 that a fork would break.
 
-Protocol, over a Unix socket: the client sends a JSON request (program, environment, working directory) with two file
-descriptors, the files that become the child's stdout and stderr; it reads back the child's pid, then its return
-code as subprocess reports it (-N: killed by signal N).
+Protocol, over a Unix socket: the client sends two file descriptors (the files that become the child's stdout and
+stderr), then a JSON line (program, environment, working directory); it reads back the child's pid, then its return
+code as subprocess reports it (-N: killed by signal N). A child lives as long as its client's connection.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import io
 import json
@@ -29,6 +32,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import traceback
 import types
 
@@ -48,27 +52,69 @@ def start(address: str) -> subprocess.Popen:
     return server
 
 
+class Child:
+    """A program running in a child of the server. The child lives as long as this connection: closing it, or the
+    end of the process that holds it, kills the child."""
+
+    def __init__(self, connection: socket.socket):
+        self._connection = connection
+        self._replies = connection.makefile("r")
+        self.pid = int(self._replies.readline())
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Its return code, as subprocess reports it (-N: killed by signal N); TimeoutError after `timeout` s."""
+        self._connection.settimeout(timeout)
+        return int(self._replies.readline())
+
+    def close(self) -> None:
+        self._replies.close()
+        self._connection.close()
+
+    def __enter__(self) -> Child:
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.close()
+
+
+_own_server: tuple[subprocess.Popen, str] | None = None
+
+
+def address() -> str:
+    """The test session's server (WORKBOOK_FORKSERVER) or, where there is none (your JupyterLab), one of this
+    process's own, started on the first call; it ends when this process ends (its stdin closes)."""
+    global _own_server
+    if os.environ.get(VARIABLE):
+        return os.environ[VARIABLE]
+    if _own_server is None:
+        socket_path = os.path.join(tempfile.mkdtemp(prefix="workbook-forkserver-"), "socket")
+        _own_server = start(socket_path), socket_path
+    return _own_server[1]
+
+
+def spawn(program: str, env: dict[str, str], cwd: str, stdout: int, stderr: int) -> Child:
+    """Start `program` in a child of the server at address(), writing to the file descriptors `stdout` and
+    `stderr`."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(address())
+    except (FileNotFoundError, ConnectionRefusedError) as error:
+        connection.close()
+        raise RuntimeError(f"no fork server at {address()}: the session's ({VARIABLE}) serves only while the test "
+                           "session that started it runs") from error
+    socket.send_fds(connection, [b"\0"], [stdout, stderr])
+    connection.sendall(json.dumps({"program": program, "env": env, "cwd": str(cwd)}).encode() + b"\n")
+    return Child(connection)
+
+
 def run(program: str, env: dict[str, str], cwd: str, timeout: float) -> subprocess.CompletedProcess:
-    """Run `program` in a child of the server named by WORKBOOK_FORKSERVER, as subprocess.run would in a new Python."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        try:
-            connection.connect(os.environ[VARIABLE])
-        except (FileNotFoundError, ConnectionRefusedError) as error:
-            raise RuntimeError(f"no fork server at {os.environ[VARIABLE]} ({VARIABLE}): it serves only while the "
-                               "test session that started it runs") from error
-        request = json.dumps({"program": program, "env": env, "cwd": str(cwd)}).encode()
-        socket.send_fds(connection, [request], [out.fileno(), err.fileno()])
-        connection.shutdown(socket.SHUT_WR)
-        connection.settimeout(timeout)
-        replies, pid = connection.makefile("r"), None
-        try:
-            pid = int(replies.readline())
-            returncode = int(replies.readline())
-        except TimeoutError:
-            if pid is not None:
-                os.kill(pid, signal.SIGKILL)
-            raise subprocess.TimeoutExpired(["<forkserver child>"], timeout) from None
+    """Run `program` in a child of the server at address(), as subprocess.run would in a new Python."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        with spawn(program, env, cwd, out.fileno(), err.fileno()) as child:
+            try:
+                returncode = child.wait(timeout)
+            except TimeoutError:  # leaving the `with` kills the child
+                raise subprocess.TimeoutExpired(["<forkserver child>"], timeout) from None
         return subprocess.CompletedProcess(["<forkserver child>"], returncode, _text(out), _text(err))
 
 
@@ -98,22 +144,41 @@ def _serve(address: str) -> None:
 
 
 def _supervise(connection: socket.socket) -> None:
-    """In a process per request: fork the child, tell the client its pid, wait for it and send its return code."""
-    request, fds, _, _ = socket.recv_fds(connection, 1 << 16, 2)
-    while chunk := connection.recv(1 << 16):
-        request += chunk
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # this process waits for its child
-    pid = os.fork()
-    if pid == 0:
-        connection.close()
-        _execute(json.loads(request), *fds)
+    """In a process per request: fork the child, tell the client its pid, wait for the child and send its return
+    code. Kill the child if the client goes away first (its timeout, or its own end)."""
     try:
+        _, fds, _, _ = socket.recv_fds(connection, 1, 2)
+        request = json.loads(connection.makefile("rb").readline())
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # this process waits for its child
+        pid = os.fork()
+        if pid == 0:
+            connection.close()
+            try:
+                _execute(request, *fds)  # exits the child
+            except BaseException:  # noqa: BLE001 - it could not start the program (a missing cwd)
+                traceback.print_exc()
+                os._exit(1)
+        for fd in fds:
+            os.close(fd)
+        lock, exited = threading.Lock(), False
+
+        def kill_the_child_when_the_client_is_gone():
+            connection.recv(1)  # b"": the client closed its end
+            with lock:
+                if not exited:
+                    os.kill(pid, signal.SIGKILL)
+
+        threading.Thread(target=kill_the_child_when_the_client_is_gone, daemon=True).start()
         connection.sendall(f"{pid}\n".encode())
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped: its pid cannot be reused
+        with lock:
+            exited = True
         _, status = os.waitpid(pid, 0)
         connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
-    except BrokenPipeError:  # the client stopped waiting (its timeout) and killed the child
+    except OSError:  # the client is gone
         pass
-    os._exit(0)
+    finally:
+        os._exit(0)  # never back into the server's loop
 
 
 def _execute(request: dict, stdout: int, stderr: int) -> None:
@@ -140,6 +205,7 @@ def _execute(request: dict, stdout: int, stderr: int) -> None:
     except BaseException as error:  # noqa: BLE001 - report it as Python would (from the program's frames), exit 1
         traceback.print_exception(type(error), error, error.__traceback__.tb_next)
         code = 1
+    atexit._run_exitfuncs()  # what Python runs at its exit, before it flushes the streams
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

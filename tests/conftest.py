@@ -5,9 +5,7 @@ message, gradients (gradcheck), opcheck per dtype, what the helpers and exercise
 demonstrations: nbval compares every stored output, so a table or verdict a lesson prints is a check, run by the
 same test command, and is not tested again here:
 - opcheck of every operator, with and without gradients, warning-free: lesson 06, section 1;
-- each exercise's check failing on its untouched skeleton: the lessons' exercise cells. They are the one exception
-  to "nbval runs every cell": test_exercises.py runs them and compares what they print with what the lessons store,
-  and nbval skips them (their `nbval-skip` tag), as a lesson's kernel would start a Python for them alone;
+- each exercise's check failing on its untouched skeleton: the lessons' exercise cells;
 - the installed wheel under opcheck in a clean interpreter, the .pt2 against eager in a fresh Python: lesson 08.
 A test may still use what a lesson shows, to pin what the lesson cannot show on every machine (test_shipping.py).
 """

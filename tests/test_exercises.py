@@ -1,13 +1,8 @@
 """Every exercise's check, proven: it passes on the reference solution, fails on every mistake in
 exercises/mistakes.py with the diagnosis that mistake names (test_exercise_mistakes.py), and fails on the untouched
-skeleton exactly as the lesson shows.
-
-The lessons' exercise cells (show(id); check(id)) are run here, not by nbval, which skips them (the `nbval-skip` cell
-tag): a check runs in a process forked from a Python that has imported torch and the checks (exercises/runner.py),
-and a lesson's kernel would start that Python for its two cells alone, about 5 s of CPU per lesson. Here one such
-Python serves every check, and each cell's printed output is compared with what the lesson stores.
-Checks run in processes of their own, so a crashing file cannot take the test run with it, and no check sees what an
-earlier one registered."""
+skeleton (each lesson's exercise cells run under nbval, which compares what check() prints with what the lesson
+stores). Checks run in processes of their own (exercises/runner.py), so a crashing file cannot take the test run
+with it, and no check sees what an earlier one registered."""
 
 import functools
 import json
@@ -35,18 +30,15 @@ def checked_exercise(cell: dict) -> str | None:
     return called.group(1) if called else None
 
 
-def lesson_cells() -> dict[str, tuple[str, str]]:
-    """Each lesson's exercise cells: exercise id -> (the cell's code, what the lesson stores as its printed output)."""
-    return {checked_exercise(cell): ("".join(cell["source"]),
-                                     "".join("".join(output.get("text", "")) for output in cell["outputs"]
-                                             if output.get("name") == "stdout"))
-            for _, cell in lesson_code_cells() if checked_exercise(cell)}
-
-
 def lesson_verdicts() -> dict[str, str]:
     """What each lesson stores for check(id) on the untouched skeleton: exercise id -> the verdict and diagnosis."""
-    return {exercise_id: printed[printed.index(f"  {exercise_id}  ") - 4:]
-            for exercise_id, (_, printed) in lesson_cells().items()}
+    verdicts = {}
+    for _, cell in lesson_code_cells():
+        if exercise_id := checked_exercise(cell):
+            printed = "".join("".join(output.get("text", "")) for output in cell["outputs"]
+                              if output.get("name") == "stdout")
+            verdicts[exercise_id] = printed[printed.index(f"  {exercise_id}  ") - 4:]
+    return verdicts
 
 
 def test_every_lesson_stores_its_exercises_failing_on_the_skeleton():
@@ -56,20 +48,9 @@ def test_every_lesson_stores_its_exercises_failing_on_the_skeleton():
         assert verdict.startswith(f"FAIL  {exercise_id}  (exercises/{EXERCISES[exercise_id].file})"), verdict
 
 
-@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
-def test_lesson_exercise_cell_prints_what_the_lesson_stores(exercise_id, monkeypatch, capsys):
-    code, stored = lesson_cells()[exercise_id]
-    # nbval must skip this cell (it is run here), and nothing else may be in it that the lesson's kernel would need.
-    assert code == f'show("{exercise_id}")\ncheck("{exercise_id}")', code
-    monkeypatch.setenv("WORKBOOK_EXERCISES", "skeletons")  # as under `make test` and `make execute`
-    exec(code, {"show": exercises.show, "check": exercises.check})
-    assert capsys.readouterr().out == stored
-
-
-def test_lessons_leave_their_exercise_cells_to_this_file():
+def test_lessons_run_every_cell_under_nbval():
     for notebook, cell in lesson_code_cells():
-        skipped = "nbval-skip" in cell.get("metadata", {}).get("tags", [])
-        assert skipped == (checked_exercise(cell) is not None), f"{notebook}: {''.join(cell['source'])[:80]!r}"
+        assert "nbval-skip" not in cell.get("metadata", {}).get("tags", []), f"{notebook}: {''.join(cell['source'])[:80]!r}"
 
 
 @pytest.mark.parametrize("exercise_id", sorted(EXERCISES))

@@ -3,9 +3,13 @@ programs import no torch: each new Python would spend 2.5 s on it. The lessons' 
 run through the server under nbval, and their stored outputs come from new Pythons: make execute runs no server.)"""
 
 import os
+import signal
 import subprocess
+import threading
+import time
 
 import pytest
+from jupyter_client.manager import start_new_kernel
 
 from helpers import forkserver, isolated
 
@@ -18,6 +22,7 @@ PROGRAMS = {
     "an abort": "import os; print('before', flush=True); os.abort()",
     "__main__, argv, sys.path[0], cwd": "import os, sys; print(__name__, sys.argv, repr(sys.path[0]), os.getcwd())",
     "the environment": "import os; print(os.environ['WORKBOOK_TEST_VARIABLE'])",
+    "an atexit handler": "import atexit; atexit.register(print, 'at exit'); print('main')",
     "no workbook module": "import sys; print([name for name in ('helpers', 'exercises') if name in sys.modules])",
 }
 
@@ -50,3 +55,46 @@ def test_a_child_past_its_timeout_is_killed():
     with pytest.raises(subprocess.TimeoutExpired):
         isolated.run("import time; time.sleep(60)", timeout=1)
     assert isolated.run("print('the server still serves')").stdout == "the server still serves\n"
+
+
+def gone(pid: int, within: float = 10) -> bool:
+    """Whether process `pid` ends within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_child_whose_client_is_gone_is_killed():
+    child = forkserver.spawn("import time; time.sleep(60)", dict(os.environ), os.getcwd(), 1, 2)
+    child.close()
+    assert gone(child.pid)
+
+
+def test_the_forked_kernel_runs_is_interrupted_and_ends_with_its_launcher():
+    """helpers/forked_kernel.py, as nbval starts it (the root conftest.py names its kernelspec)."""
+    manager, client = start_new_kernel(kernel_name="workbook-forked")
+
+    def run(code):
+        outputs = []
+        reply = client.execute_interactive(code, timeout=60, output_hook=lambda message: outputs.append(
+            message["content"].get("text") or message["content"].get("ename", "")))
+        return reply["content"]["status"], "".join(outputs)
+
+    try:
+        launcher = manager.provisioner.pid
+        status, kernel = run("import os, sys; print(os.getpid(), 'torch' in sys.modules)")
+        kernel, preloaded = kernel.split()
+        assert (status, preloaded) == ("ok", "True"), "a child of the fork server, which imported torch"
+        threading.Timer(1, manager.interrupt_kernel).start()
+        assert run("import time; time.sleep(60)") == ("error", "KeyboardInterrupt")
+        assert run("print('still running')") == ("ok", "still running\n")
+        os.kill(launcher, signal.SIGKILL)  # what jupyter_client does when a kernel will not shut down
+        assert gone(int(kernel))
+    finally:
+        client.stop_channels()
+        manager.cleanup_resources()

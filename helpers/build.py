@@ -21,7 +21,6 @@ Underneath, load_sources() is torch.utils.cpp_extension.load, with four addition
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from . import guard, paths, progress, toolchain  # toolchain imports torch.utils.cpp_extension, quietly
+from . import guard, isolated, paths, progress, toolchain  # toolchain imports torch.utils.cpp_extension, quietly
 
 # Layer name -> the csrc files compiled into its library.
 LAYERS: dict[str, list[str]] = {
@@ -167,9 +166,10 @@ def load_all(*layers: str) -> list[Built]:
     """load() each layer, in the order given, after compiling the missing ones side by side.
 
     Libraries must be loaded in order (the schemas' TORCH_LIBRARY before anything else), but they can
-    be compiled in any order. So each missing layer is first built in a process of its own
-    (`python -m helpers.build LAYER`), as many at a time as the machine has cores, then all are loaded
-    here, in order. A layer that fails there is compiled again by load(), which reports its errors.
+    be compiled in any order. So each missing layer is first built by load() in a process of its own
+    (isolated.run: forked from the test session's fork server, else a new Python), as many at a time as the
+    machine has cores, then all are loaded here, in order. A layer that fails there is compiled again by
+    load() here, which reports its errors.
     """
     if sum(not library_path(layer).exists() for layer in layers) > 1:
         # One process at a time builds: pytest's other workers wait here, then find the layers built.
@@ -183,7 +183,7 @@ def load_all(*layers: str) -> list[Built]:
 
 def _build_in_own_process(layer: str) -> None:
     with progress.Line(f"layer {layer!r} ({', '.join(LAYERS[layer])})"):
-        subprocess.run([sys.executable, "-m", "helpers.build", layer], cwd=paths.REPO, capture_output=True)
+        isolated.run(f"from helpers.build import load; load({layer!r})")
 
 
 def why_no_cuda() -> str | None:
@@ -193,7 +193,3 @@ def why_no_cuda() -> str | None:
     if torch.version.cuda is None:
         return f"torch {torch.__version__} is a CPU-only build"
     return f"torch {torch.__version__} is a CUDA build, but this machine has no GPU"
-
-
-if __name__ == "__main__":
-    load(sys.argv[1])  # what load_all runs in a process of its own, one per missing layer

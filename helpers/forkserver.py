@@ -4,7 +4,7 @@ package (2-core AVX2 machine). It serves:
 
 - isolated.run, under the test command. The root conftest.py starts one server per test session and names its socket
   in WORKBOOK_FORKSERVER, which pytest's workers and the notebooks' kernels inherit. Elsewhere (your JupyterLab)
-  isolated.run starts a new Python.
+  isolated.run starts a new Python. build.load_all compiles its missing layers side by side through it.
 - the exercise checks (exercises/runner.py): the session's server, or else one of the kernel's own, started on the
   first check (address()).
 - the notebooks' kernels, under the test command (forked_kernel.py).

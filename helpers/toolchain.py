@@ -2,13 +2,10 @@
 OpenMP where it works, and a precompiled header for the torch headers nearly every layer includes. Probed once per
 machine, compiler and torch, then read from a cache in build/extensions/. helpers/build.py asks toolchain() for the
 flags; nothing here is needed to understand how a layer is registered.
-
-    python -m helpers.toolchain LIBRARY.so     (used by the probe: load an OpenMP library beside torch, in a new process)
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import json
 import os
@@ -24,7 +21,7 @@ import logging
 
 import torch
 
-from . import paths, progress
+from . import isolated, paths, progress
 
 # torch.utils.cpp_extension looks for a CUDA toolkit when it is imported. With a CUDA build of torch (what pip installs
 # on Linux) on a machine with nvcc but no GPU, it logs "No CUDA runtime is found, using CUDA_HOME=...": true, and
@@ -129,8 +126,7 @@ def _probe_openmp(folder: Path) -> tuple[list[str], list[str], str]:
             break  # the compile failed: linking will not help
         # Loaded in a fresh process beside torch, as a layer will be: in this one, an earlier probe may
         # already have brought in an OpenMP runtime.
-        done = subprocess.run([sys.executable, "-m", "helpers.toolchain", str(library)], capture_output=True, text=True,
-                              cwd=paths.REPO)
+        done = isolated.run(f"import ctypes, torch; assert ctypes.CDLL({str(library)!r}).workbook_openmp_threads() >= 1")
         if done.returncode == 0:
             how = "the process's OpenMP runtime" if not ldflags else "its own OpenMP runtime, linked in"
             return ["-fopenmp"], ldflags, f"OpenMP on ({how})"
@@ -219,8 +215,3 @@ def first_diagnostics(ninja_output: str, limit: int = 3) -> str:
             picked.append(f"{shown}:{rest}")
             picked.extend(lines[i + 1 : i + 3])
     return "\n".join(picked) if picked else ninja_output[-2000:]
-
-
-if __name__ == "__main__":
-    # The OpenMP probe's library, loaded beside torch in this fresh process: one OpenMP runtime, or a clear failure.
-    assert ctypes.CDLL(sys.argv[1]).workbook_openmp_threads() >= 1

@@ -1,6 +1,7 @@
-"""Run Python in a fresh process, for demonstrations that would kill the notebook's kernel
-(an aborting library load, infinite recursion). The checkout's absolute path is removed from the
-output so that it reads the same on every machine.
+"""Run Python in a fresh process: demonstrations that would kill the notebook's kernel (an aborting
+library load, infinite recursion), and work that needs a process of its own (build.load_all's parallel
+builds, toolchain's OpenMP probe). The checkout's absolute path is removed from the output so that it
+reads the same on every machine.
 
 Under the test command the process is a child of a fork server that has imported torch already
 (forkserver.py): the same program, the same output, without importing torch twenty times."""

@@ -126,7 +126,8 @@ def _probe_openmp(folder: Path) -> tuple[list[str], list[str], str]:
             break  # the compile failed: linking will not help
         # Loaded in a fresh process beside torch, as a layer will be: in this one, an earlier probe may
         # already have brought in an OpenMP runtime.
-        done = isolated.run(f"import ctypes, torch; assert ctypes.CDLL({str(library)!r}).workbook_openmp_threads() >= 1")
+        load = f"import ctypes, torch; assert ctypes.CDLL({str(library)!r}).workbook_openmp_threads() >= 1"
+        done = isolated.run(load)
         if done.returncode == 0:
             how = "the process's OpenMP runtime" if not ldflags else "its own OpenMP runtime, linked in"
             return ["-fopenmp"], ldflags, f"OpenMP on ({how})"

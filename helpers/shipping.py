@@ -2,6 +2,7 @@
 
     wheel = shipping.build_wheel()            # csrc/package -> build/shipping/wheel_<hash>/workbook_ops-...-cp310-abi3-....whl
     stable = shipping.build_wheel("stable")   # csrc/stable  -> workbook_stable-...whl, on LibTorch's stable ABI
+    shipping.abi_matrix("stable")        # each wheel built with each torch of the checkout's venvs, run under each
     site = shipping.install(wheel)       # a folder holding the installed package and nothing else
     print(shipping.run_python("import workbook_ops; ...", site))   # a fresh Python that sees `site`, not the workbook
     model_pt2 = shipping.aoti_package(exported_program)            # torch._inductor.aoti_compile_and_package, cached
@@ -16,10 +17,12 @@ the second one wait for the first one's result.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -31,9 +34,10 @@ SHIPPING = paths.BUILD / "shipping"
 TORCH_DIR = Path(torch.__file__).resolve().parent
 
 
-def _hash(files: list[Path], *extra: str) -> str:
-    """A cache key over the files, their place in the checkout, and torch's version."""
-    return paths.content_hash(files, torch.__version__, *extra, *(str(path.relative_to(REPO)) for path in files))
+def _hash(files: list[Path], *extra: str, torch_version: str = torch.__version__) -> str:
+    """A cache key over the files, their place in the checkout, and torch's version (this process's, or the one
+    a wheel is built with)."""
+    return paths.content_hash(files, torch_version, *extra, *(str(path.relative_to(REPO)) for path in files))
 
 
 def _locked(step: str):
@@ -57,24 +61,28 @@ def package_files(package: str = "package") -> list[Path]:
     return [*CSRC.glob("*.cpp"), *CSRC.glob("*.h"), *CSRC.glob("*.cu"), *python]
 
 
-def build_wheel(package: str = "package") -> Path:
+def build_wheel(package: str = "package", venv: Path | None = None) -> Path:
     """`pip wheel csrc/<package>`, run on a copy of csrc/ under build/shipping/ (setuptools writes its build
-    folders beside setup.py, and the checkout stays clean). The copy keeps file times, so ninja recompiles
-    only the files that changed since the last wheel."""
+    folders beside setup.py, and the checkout stays clean), with this process's torch, or with the torch of another
+    of the checkout's venvs (torch_venvs()). The copy keeps file times, so ninja recompiles only the files that
+    changed since the last wheel; each torch release has a copy of its own, so no object built against one
+    release's headers ends up in another's wheel."""
     files = package_files(package)
-    out = SHIPPING / f"wheel_{package}_{_hash(files)}"
+    version = torch.__version__ if venv is None else installed_torch(venv)
+    python = sys.executable if venv is None else str(venv / "bin" / "python")
+    out = SHIPPING / f"wheel_{package}_{_hash(files, torch_version=version)}"
     with _locked(f"wheel_{package}"):
         if wheels := sorted(out.glob("*.whl")):
             return wheels[0]
-        tree = SHIPPING / "src"
+        tree = SHIPPING / f"src_{version}"
         for path in files:
             copy = tree / path.relative_to(REPO)
             if not copy.exists() or copy.read_bytes() != path.read_bytes():
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, copy)
-        command = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir",
+        command = [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir",
                    "--disable-pip-version-check", "-w", str(out), str(tree / "csrc" / package)]
-        with progress.Line(f"wheel of csrc/{package} ({len(files)} files)"):
+        with progress.Line(f"wheel of csrc/{package} ({len(files)} files, torch {version})"):
             _run(command, "pip wheel")
         return sorted(out.glob("*.whl"))[0]
 
@@ -97,40 +105,137 @@ def imported_symbols(library: Path) -> list[str]:
     return [line.split()[-1].split("@")[0] for line in listing.splitlines()]
 
 
-def other_torch_python() -> Path | None:
-    """The Python of a venv with another supported torch (`make test TORCH=2.13.0` creates .venv-2.13.0; its runs see
-    .venv), or None where there is none."""
-    here = Path(sys.prefix).resolve()
-    for venv in sorted([REPO / ".venv", *REPO.glob(".venv-*")]):
-        python = venv / "bin" / "python"
-        if venv.resolve() != here and (venv / ".installed").exists() and python.exists():
-            return python
-    return None
+def installed_torch(venv: Path) -> str:
+    """The torch release installed in a venv, read from its package metadata (no Python started): "2.13.0"."""
+    found = sorted(venv.glob("lib/python3*/site-packages/torch-*.dist-info"))
+    return found[0].name.removeprefix("torch-").removesuffix(".dist-info") if found else ""
 
 
-def run_python(code: str, site: Path | None = None, check: bool = True) -> str:
-    """Run `code` in a fresh Python (isolated.run) that cannot import the workbook (its checkout is taken off
-    sys.path) but sees `site`. Returns what it printed; with check=False, its error output too."""
+def torch_venvs() -> dict[str, Path]:
+    """The checkout's venvs that `make` finished (.venv, and .venv-2.13.0 from `make test TORCH=2.13.0`), by the torch
+    release each holds, oldest first; this process's own venv among them wherever it is."""
+    venvs = {installed_torch(venv): venv for venv in [REPO / ".venv", *REPO.glob(".venv-*")]
+             if (venv / ".installed").exists() and (venv / "bin" / "python").exists()}
+    venvs[installed_torch(Path(sys.prefix))] = Path(sys.prefix)
+    venvs.pop("", None)
+    return dict(sorted(venvs.items(), key=lambda item: tuple(int(n) for n in re.findall(r"\d+", item[0])[:3])))
+
+
+def _is_this_process(venv: Path | None) -> bool:
+    return venv is None or venv.resolve() == Path(sys.prefix).resolve()
+
+
+def run_python(code: str, site: Path | None = None, check: bool = True, venv: Path | None = None) -> str:
+    """Run `code` in a fresh Python that cannot import the workbook (its checkout is taken off sys.path) but sees
+    `site`: this process's Python (isolated.run), or another venv's. Returns what it printed; with check=False, its
+    error output too."""
     prelude = textwrap.dedent(f"""\
         import sys
         sys.path[:] = [p for p in sys.path if p not in ({str(REPO)!r}, '')]
         sys.path.insert(0, {str(site) if site else ''!r})
         """)
-    done = isolated.run(prelude + textwrap.dedent(code))
+    if _is_this_process(venv):
+        done = isolated.run(prelude + textwrap.dedent(code))
+    else:
+        done = subprocess.run([str(venv / "bin" / "python"), "-c", prelude + textwrap.dedent(code)],
+                              capture_output=True, text=True, cwd=REPO, timeout=600)
     if check and done.returncode != 0:
         raise RuntimeError(f"the fresh Python failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return done.stdout + ("" if check else done.stderr)
 
 
-def opcheck_installed(site: Path) -> str:
+def opcheck_installed(site: Path, venv: Path | None = None) -> str:
     """The installed package's own check (csrc/package/workbook_ops/check.py), run in a fresh Python that sees only
-    `site` and torch, on the sample inputs of every operator (samples.every_op); returns what it printed."""
+    `site` and torch (this process's, or `venv`'s), on the sample inputs of every operator (samples.every_op);
+    returns what it printed."""
     cases = SHIPPING / f"opcheck_samples_{os.getpid()}.pt"
     torch.save({grad: samples.every_op(requires_grad=grad) for grad in (False, True)}, cases)
     try:
-        return run_python(f"from workbook_ops.check import main; main({str(cases)!r})", site)
+        return run_python(f"from workbook_ops.check import main; main({str(cases)!r})", site, venv=venv)
     finally:
         cases.unlink()
+
+
+# ---------------------------------------------------------------------------------------------
+# One wheel under another torch release
+
+
+@dataclass(frozen=True)
+class AbiOutcome:
+    """A wheel built with one torch release, installed beside another, and what happened there."""
+    loaded: bool
+    opcheck_passed: bool | None  # None where it did not load
+    detail: str  # the function the loader did not find, or the opcheck cases that failed
+
+
+# Imports the package, says so, and runs its operators under opcheck (the regular wheel: its own check, every
+# operator; the stable one: `add`), a line per case that ends "passed" or "FAILED ...": what abi_outcome reads.
+_ABI_PROGRAMS = {
+    "package": """
+        import workbook_ops
+        print("imported")
+        from workbook_ops.check import main
+        main(SAMPLES_PATH)
+        """,
+    "stable": """
+        import torch, workbook_stable
+        print("imported")
+        a, b = torch.randn(4, 3), torch.randn(3, 4).t()
+        assert torch.equal(torch.ops.workbook_stable.add(a, b), a + b)
+        results = torch.library.opcheck(torch.ops.workbook_stable.add.default, (a, b), raise_exception=False)
+        for test, outcome in sorted(results.items()):
+            print(f"{test:36} {'passed' if outcome == 'SUCCESS' else 'FAILED'}")
+        """,
+}
+
+
+def abi_outcome(package: str, built_with: Path, run_under: Path) -> AbiOutcome:
+    """The `package` wheel built with the torch of venv `built_with`, installed in a folder of its own, imported and
+    opchecked in a fresh Python of venv `run_under`. Kept in build/shipping/ under the wheel's bytes and the torch it
+    ran under, like the wheels themselves."""
+    wheel = build_wheel(package, None if _is_this_process(built_with) else built_with)
+    site = install(wheel)
+    record = SHIPPING / f"abi_{_hash([wheel], torch_version=installed_torch(run_under))}.txt"
+    if not record.exists():
+        cases = SHIPPING / f"abi_samples_{os.getpid()}.pt"
+        torch.save({grad: samples.every_op(requires_grad=grad) for grad in (False, True)}, cases)
+        try:
+            printed = run_python(_ABI_PROGRAMS[package].replace("SAMPLES_PATH", repr(str(cases))), site, check=False, venv=run_under)
+        finally:
+            cases.unlink()
+        record.with_suffix(f".{os.getpid()}").write_text(printed)
+        record.with_suffix(f".{os.getpid()}").replace(record)
+    printed = record.read_text()
+    last_line = printed.strip().splitlines()[-1] if printed.strip() else "(nothing printed)"
+    if not re.search(r"^imported$", printed, re.MULTILINE):
+        missing = re.search(r"undefined symbol: (\S+)", printed)
+        return AbiOutcome(False, None, f"undefined symbol {_function_name(missing[1])}" if missing else last_line)
+    results = re.findall(r"^(\S+)\s.*\b(passed|FAILED.*)$", printed, re.MULTILINE)
+    failed = [f"{name} {outcome}" for name, outcome in results if outcome != "passed"]
+    if not results:  # it died or raised before opcheck said anything
+        failed = [f"no opcheck result: {last_line}"]
+    return AbiOutcome(True, not failed, "; ".join(failed))
+
+
+def _function_name(symbol: str) -> str:
+    """A mangled C++ symbol's qualified function name, without its parameters: torch::autograd::_wrap_outputs."""
+    demangled = _run(["c++filt", symbol], "c++filt").stdout.strip()
+    return demangled.split("(")[0]
+
+
+def changed_headers(venv: Path) -> tuple[list[str], int]:
+    """torch's C++ headers (torch/include) that differ between this torch and the one in `venv`, and how many the two
+    have in common: what code compiled against one of them took from torch, inline, unseen by the dynamic loader."""
+    here, there = TORCH_DIR / "include", next(venv.glob("lib/python3*/site-packages/torch/include"))
+    common = sorted({p.relative_to(here) for p in here.rglob("*.h")} & {p.relative_to(there) for p in there.rglob("*.h")})
+    return [str(path) for path in common if (here / path).read_bytes() != (there / path).read_bytes()], len(common)
+
+
+def abi_matrix(package: str) -> dict[tuple[str, str], AbiOutcome]:
+    """abi_outcome for every pair of the checkout's venvs (torch_venvs()): {(built with, run under): outcome}, by
+    torch release. A venv of another release comes from `make test TORCH=<release>`."""
+    venvs = torch_venvs()
+    return {(built, run): abi_outcome(package, venvs[built], venvs[run]) for built in venvs for run in venvs}
 
 
 # ---------------------------------------------------------------------------------------------

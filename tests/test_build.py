@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from conftest import TORCH
-from helpers import build, guard, paths, progress, toolchain
+from helpers import build, guard, isolated, messages, paths, progress, toolchain
 
 TINY_SOURCE = """#include "tiny.h"
 extern "C" int tiny_value() { return TINY_VALUE; }
@@ -240,3 +240,29 @@ def test_every_line_a_build_prints_on_stderr_is_known_as_progress(capsys):
     assert any("still building" in line for line in lines)
     assert lines and all(progress.is_progress_line(line) for line in lines)
     assert not progress.is_progress_line("Fatal Python error: Segmentation fault")
+
+
+def test_a_cpp_warning_inside_an_op_called_through_torch_ops_is_a_python_warning_from_torch_2_15():
+    # Lessons 04 and 06, and helpers/messages.py (pytorch#193451): up to 2.14 torch writes such a warning to stderr
+    # itself, past Python's warnings filters; from 2.15 it is a UserWarning. aten's out= resize warning is one.
+    done = isolated.run("""
+        import torch, warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.ops.aten.add.out(torch.ones(2), torch.ones(2), out=torch.empty(5))
+        print(len([w for w in caught if issubclass(w.category, UserWarning) and "resized" in str(w.message)]))
+        """)
+    python_warning = done.stdout.strip() == "1"
+    assert python_warning == (TORCH >= (2, 15)), done.stderr[-2000:]
+    if not python_warning:  # torch's own line on stderr: messages.warning_in keeps only its words
+        words = messages.warning_in(done.stderr, "resized")
+        assert words.startswith("An output with one or more elements was resized") and "(function" not in words
+
+
+@pytest.mark.parametrize("line", [
+    "[W1124 10:00:00.000000 7 BatchedFallback.cpp:82] Warning: There is a drop. (function warnFallback)",
+    "x/torch/_ops.py:1350: UserWarning: There is a drop. (Triggered internally at /a/b/BatchedFallback.cpp:82.)",
+    "[W1124 10:00:00.000000 7 LegacyTypeDispatch.h:75] Warning: There is a drop. (function operator())",
+])
+def test_a_warning_reads_the_same_from_every_build_of_torch(line):
+    assert messages.warning_in(f"other\n{line}\nmore", "drop") == "There is a drop."

@@ -14,7 +14,7 @@
 // c10/, torch/library.h) turns into an #error, so an accidental #include of ATen fails the build
 // instead of silently tying the library to this torch. (TORCH_STABLE_ONLY gives only the #error.)
 //
-// Limits hit in this port (the 2.10 API, built with torch 2.13 and 2.14):
+// Limits hit in this port (the 2.10 API, built with torch 2.13, 2.14 and 2.15):
 // - A stable kernel is a boxed function of its schema's arguments only: no DispatchKeySet, so no
 //   trace::Scope (trace.h is ATen code), and no way to redispatch.
 // - at::vec::Vectorized and at::parallel_reduce are not stable: a plain loop (-O3 auto-vectorizes

@@ -23,7 +23,10 @@ $(VENV)/.installed: environment.yml
 		if (torch != "" && $$1 ~ /^torch==/) $$1 = "torch==" torch; print}' environment.yml > $(VENV)/requirements.txt
 	# pip byte-compiles on one core (~30 s of the install); compileall does it on all of them. Files it
 	# cannot compile (Python 2 test data inside some packages) are skipped by pip too, hence the `|| true`.
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r $(VENV)/requirements.txt
+	# The pins are also the only constraints: a machine-wide pip constraint (some managed machines cap torch
+	# below the pin) would otherwise refuse the pinned torch. PIP_CONSTRAINT replaces any from pip's config files.
+	PIP_CONSTRAINT=$(VENV)/requirements.txt $(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		--no-compile -r $(VENV)/requirements.txt
 	$(BIN)/python -m compileall -qq -j 0 $$($(BIN)/python -c "import site; print(site.getsitepackages()[0])") || true
 	# Put the checkout on sys.path so notebooks, tests and benchmarks can `import helpers`.
 	$(BIN)/python -c "import os, site; open(os.path.join(site.getsitepackages()[0], 'dispatcher_workbook.pth'), 'w').write(os.getcwd() + '\n')"

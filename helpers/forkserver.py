@@ -126,8 +126,11 @@ def _text(file) -> str:
 
 def _serve(address: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(address)
+    # The path appears only once the socket listens (start() waits for it): bound and listening under another name,
+    # then renamed. A client connecting between bind() and listen() was refused.
+    listener.bind(address + ".starting")
     listener.listen(64)
+    os.rename(address + ".starting", address)
     for module in PRELOAD:
         importlib.import_module(module)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the per-request processes are reaped by the kernel

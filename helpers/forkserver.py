@@ -125,6 +125,10 @@ def _text(file) -> str:
 
 
 def _serve(address: str) -> None:
+    # Ctrl-C in a terminal, or a Jupyter kernel's interrupt or shutdown, reaches the whole process group: the server
+    # lives until its stdin closes, not until an interrupt (it printed a KeyboardInterrupt traceback and died). Each child
+    # takes Python's usual handler back (_execute).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     # The path appears only once the socket listens (start() waits for it): bound and listening under another name,
     # then renamed. A client connecting between bind() and listen() was refused.
@@ -195,6 +199,7 @@ def _execute(request: dict, stdout: int, stderr: int) -> None:
     os.environ.update(request["env"])
     sys.argv[:] = ["-c"]
     sys.path.insert(0, "")
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a new Python: Ctrl-C raises KeyboardInterrupt
     main = sys.modules["__main__"] = types.ModuleType("__main__")
     code = 0
     try:

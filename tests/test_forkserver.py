@@ -98,3 +98,22 @@ def test_the_forked_kernel_runs_is_interrupted_and_ends_with_its_launcher():
     finally:
         client.stop_channels()
         manager.cleanup_resources()
+
+
+def test_the_server_outlives_an_interrupt_and_its_children_are_interruptible(monkeypatch, tmp_path):
+    # A Jupyter kernel's interrupt or shutdown, or Ctrl-C, signals the whole process group: the reader's server must
+    # go on serving (it used to print a KeyboardInterrupt traceback and die), and a program it runs must still get
+    # Python's KeyboardInterrupt.
+    address = str(tmp_path / "socket")
+    server = forkserver.start(address)
+    monkeypatch.setenv(forkserver.VARIABLE, address)
+    try:
+        server.send_signal(signal.SIGINT)
+        assert not gone(server.pid, within=0.5)
+        interrupted = forkserver.run("import os, signal\ntry:\n    os.kill(os.getpid(), signal.SIGINT)\n"
+                                     "except KeyboardInterrupt:\n    print('KeyboardInterrupt')",
+                                     dict(os.environ), str(tmp_path), 60)
+        assert interrupted.stdout == "KeyboardInterrupt\n" and interrupted.stderr == ""
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)

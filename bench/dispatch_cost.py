@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from bench.kernels import machine
-from bench.timing import Cost, Spread, micros
+from bench.timing import Cost, Spread, interleaved, micros, micros_timer
 from helpers import build, python_ops, trace
 
 FALLBACK = ("schemas", "cpu", "dispatch_bench")
@@ -33,9 +33,9 @@ NUMEL = 8  # elements per input: the arithmetic is negligible, the call is all t
 
 @dataclass(frozen=True)
 class State:
-    """One way of calling workbook::add (or add_) on two 8-element float tensors."""
+    """One way of calling workbook::add (or add_, or aten::add.Tensor) on two 8-element float tensors."""
 
-    op: str = "add"
+    op: str = "add"  # workbook's add or add_, or "aten::add" (aten's add.Tensor, alpha=1)
     requires_grad: bool = False
     autocast: bool = False
     recording: bool = False  # csrc/trace.h's recorder on
@@ -62,6 +62,10 @@ class Layer:
 PLAIN = State()
 LAYERS = [
     Layer("torch's autograd fallback (AutogradCPU)", FALLBACK, PLAIN, State(exclude="AutogradCPU")),
+    Layer("torch's autograd fallback, reached boxed", FALLBACK, State(how="boxed"),
+          State(how="boxed", exclude="AutogradCPU"), from_python=False),
+    Layer("aten's Autograd kernel (add), recording a node", FALLBACK, State(op="aten::add", requires_grad=True),
+          State(op="aten::add")),
     Layer("autocast region, no Autocast kernel (fallthrough)", FALLBACK, State(autocast=True), PLAIN),
     Layer("our Autograd kernel, nothing to record", OURS, PLAIN, State(exclude="AutogradCPU")),
     Layer("our Autograd kernel, recording a graph node", OURS, State(requires_grad=True), PLAIN),
@@ -96,11 +100,15 @@ def _context(state: State) -> ExitStack:
     return stack
 
 
+def _python_op(state: State):
+    return torch.ops.aten.add.Tensor if state.op == "aten::add" else getattr(torch.ops.workbook, state.op).default
+
+
 def python_us(state: State, seconds: float) -> float:
-    """Microseconds per call of torch.ops.workbook.<op>.default(a, b) from Python, in `state`."""
+    """Microseconds per call of torch.ops.workbook.<op>.default(a, b) (or aten.add.Tensor) from Python, in `state`."""
     a, b = _inputs(state)
     with _context(state):
-        return micros(getattr(torch.ops.workbook, state.op).default, a, b, min_sample_time=seconds, samples=1)
+        return micros(_python_op(state), a, b, min_sample_time=seconds, samples=1)
 
 
 def cpp_ns(state: State, calls: int) -> float:
@@ -135,35 +143,55 @@ def measure(stage: tuple[str, ...], rounds: int = 9, seconds: float = 0.005, cal
 def call_totals(rounds: int = 9, seconds: float = 0.005, calls: int = 20_000) -> dict[str, Spread]:
     """The plain call of workbook::add, whole, in µs: from Python, from C++ through every layer, and from C++
     straight to the CPU kernel; aten's add from Python for scale. Run with OURS loaded."""
+    return call_parts(rounds, seconds, calls)[0]
+
+
+def call_parts(rounds: int = 9, seconds: float = 0.005,
+               calls: int = 20_000) -> tuple[dict[str, Spread], dict[str, Cost], Spread]:
+    """call_totals(), and from the same rounds, round by round: what the call from Python adds over the call from C++
+    (µs), what the dispatcher's layers add over the CPU kernel alone, from C++ (ns), and the first as a share of the
+    call from Python."""
     a, b = _inputs(PLAIN)
-    samples = {"from Python": [], "from C++": [], "from C++, CPU kernel only": [], "aten's add, from Python": []}
-    for _ in range(rounds):
-        samples["from Python"].append(micros(torch.ops.workbook.add.default, a, b, min_sample_time=seconds, samples=1))
-        samples["from C++"].append(cpp_ns(PLAIN, calls) / 1000)
-        samples["from C++, CPU kernel only"].append(cpp_ns(State(how="backend"), calls) / 1000)
-        samples["aten's add, from Python"].append(micros(torch.ops.aten.add.Tensor, a, b, min_sample_time=seconds,
-                                                          samples=1))
-    return {name: Spread.of(values) for name, values in samples.items()}
+    samples = interleaved({
+        "from Python": micros_timer(torch.ops.workbook.add.default, a, b, seconds=seconds),
+        "from C++": lambda: cpp_ns(PLAIN, calls) / 1000,
+        "from C++, CPU kernel only": lambda: cpp_ns(State(how="backend"), calls) / 1000,
+        "aten's add, from Python": micros_timer(torch.ops.aten.add.Tensor, a, b, seconds=seconds),
+    }, rounds)
+    python, cpp, kernel = (samples[name] for name in ("from Python", "from C++", "from C++, CPU kernel only"))
+    differences = {
+        "the call from Python, over the call from C++": Cost.between(python, cpp),
+        "the dispatcher's layers, over the CPU kernel alone (C++)": Cost.between([t * 1000 for t in cpp],
+                                                                                  [t * 1000 for t in kernel]),
+    }
+    python_share = Spread.of([1 - c / p for p, c in zip(python, cpp)])
+    return Spread.each(samples), differences, python_share
 
 
 ENTRY_POINTS = ["torch.add", "torch.ops.aten.add.Tensor", "torch.ops.aten.add", "torch.ops.workbook.add.default",
                 "torch.ops.workbook.add"]
+# The two CPU kernels alone, reached from C++ by a redispatch to the CPU key (csrc/bench/dispatch_cost.cpp's "backend").
+KERNELS_ALONE = {"aten::add's CPU kernel, from C++": "aten::add", "workbook::add's CPU kernel, from C++": "add"}
 # (what the difference is, the slower entry point, the faster one)
 ENTRY_DIFFERENCES = [("the generic OpOverload path, over aten's generated binding", "torch.ops.aten.add.Tensor", "torch.add"),
                      ("picking the overload from the packet (aten)", "torch.ops.aten.add", "torch.ops.aten.add.Tensor"),
                      ("picking the overload from the packet (workbook)", "torch.ops.workbook.add",
-                      "torch.ops.workbook.add.default")]
+                      "torch.ops.workbook.add.default"),
+                     ("aten's CPU kernel (TensorIterator), over the workbook's loop",
+                      "aten::add's CPU kernel, from C++", "workbook::add's CPU kernel, from C++")]
 
 
-def entry_points(rounds: int = 9, seconds: float = 0.005) -> tuple[dict[str, Spread], dict[str, Cost]]:
-    """µs per call of add through each Python entry point, and the differences of ENTRY_DIFFERENCES."""
-    calls = {name: eval(name, {"torch": torch}) for name in ENTRY_POINTS}  # noqa: S307 - our own names above
+def entry_points(rounds: int = 9, seconds: float = 0.005,
+                 calls: int = 20_000) -> tuple[dict[str, Spread], dict[str, Cost]]:
+    """µs per call of add through each Python entry point, and of the two CPU kernels alone from C++ (needs the
+    dispatch_bench layer); and the differences of ENTRY_DIFFERENCES, round by round."""
     a, b = torch.ones(NUMEL), torch.ones(NUMEL)
-    samples = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, fn in calls.items():
-            samples[name].append(micros(fn, a, b, min_sample_time=seconds, samples=1))
-    return ({name: Spread.of(values) for name, values in samples.items()},
+    timers = {name: micros_timer(eval(name, {"torch": torch}), a, b, seconds=seconds)  # noqa: S307 - names above
+              for name in ENTRY_POINTS}
+    for name, op in KERNELS_ALONE.items():
+        timers[name] = lambda op=op: cpp_ns(State(op=op, how="backend"), calls) / 1000
+    samples = interleaved(timers, rounds)
+    return (Spread.each(samples),
             {what: Cost.between(samples[slower], samples[faster]) for what, slower, faster in ENTRY_DIFFERENCES})
 
 
@@ -174,26 +202,59 @@ def python_op_parts(rounds: int = 9, seconds: float = 0.005) -> tuple[dict[str, 
     op = torch.ops.workbook_py.add.default
     a, b = torch.ones(NUMEL), torch.ones(NUMEL)
     fast_path = hasattr(op, "_is_pyobj_dispatcher_enabled") and op._is_pyobj_dispatcher_enabled()
-    samples = {"body alone": [], "dispatched, no autograd": [], "whole call": []}
-    if fast_path:
-        samples["whole call, no fast path"] = []
-    for _ in range(rounds):
-        samples["body alone"].append(micros(python_ops.add._init_fn, a, b, min_sample_time=seconds, samples=1))
+    def in_inference_mode():
         with torch.inference_mode():
-            samples["dispatched, no autograd"].append(micros(op, a, b, min_sample_time=seconds, samples=1))
-        samples["whole call"].append(micros(op, a, b, min_sample_time=seconds, samples=1))
-        if fast_path:
-            op._enable_pyobj_dispatch(False)
-            try:
-                samples["whole call, no fast path"].append(micros(op, a, b, min_sample_time=seconds, samples=1))
-            finally:
-                op._enable_pyobj_dispatch(True)
+            return micros(op, a, b, min_sample_time=seconds, samples=1)
+
+    def without_fast_path():
+        op._enable_pyobj_dispatch(False)
+        try:
+            return micros(op, a, b, min_sample_time=seconds, samples=1)
+        finally:
+            op._enable_pyobj_dispatch(True)
+
+    timers = {"body alone": micros_timer(python_ops.add._init_fn, a, b, seconds=seconds),
+              "dispatched, no autograd": in_inference_mode,
+              "whole call": micros_timer(op, a, b, seconds=seconds)}
+    if fast_path:
+        timers["whole call, no fast path"] = without_fast_path
+    samples = interleaved(timers, rounds)
     steps = [("the dispatcher calling into Python", "dispatched, no autograd", "body alone"),
-             ("custom_op's autograd wrapper", "whole call", "dispatched, no autograd")]
+             ("custom_op's autograd wrapper, and autograd in the body", "whole call", "dispatched, no autograd")]
     if fast_path:
         steps.append(("turning the fast path off (PyObject dispatch, torch 2.14)", "whole call, no fast path",
                       "whole call"))
-    return ({name: Spread.of(values) for name, values in samples.items()},
+    return (Spread.each(samples),
+            {what: Cost.between(samples[slower], samples[faster]) for what, slower, faster in steps})
+
+
+# One function per backend: Dynamo keeps its compiled code on the function's code object, so each backend gets a code
+# object of its own. Each backend adds one stage to the one above it (Inductor replaces aot_eager's FX graph).
+COMPILE_LADDER = {
+    'backend="eager": Dynamo, the graph run by FX': ("eager", lambda a, b: torch.ops.workbook.add(a, b)),
+    'backend="aot_eager": and AOTAutograd': ("aot_eager", lambda a, b: torch.ops.workbook.add(a, b)),
+    'backend="inductor" (the default)': ("inductor", lambda a, b: torch.ops.workbook.add(a, b)),
+}
+
+
+def compiled_call_parts(rounds: int = 9, seconds: float = 0.005) -> tuple[dict[str, Spread], dict[str, Cost]]:
+    """One call of workbook::add on two 8-element tensors, eager and through torch.compile with each backend of
+    COMPILE_LADDER (fullgraph; needs the meta layer), in µs, and Dynamo's guard check alone, timed from Python
+    through torch._dynamo.eval_frame._debug_get_cache_entry_list (private); and the differences, round by round."""
+    a, b = _inputs(PLAIN)
+    timers = {"eager call": micros_timer(torch.ops.workbook.add.default, a, b, seconds=seconds)}
+    for name, (backend, fn) in COMPILE_LADDER.items():
+        compiled = torch.compile(fn, fullgraph=True, backend=backend)
+        compiled(a, b)  # compiles
+        timers[name] = micros_timer(compiled, a, b, seconds=seconds)
+    (entry,) = torch._dynamo.eval_frame._debug_get_cache_entry_list(fn)  # the inductor variant's one compiled entry
+    timers["Dynamo's guard check alone"] = micros_timer(entry.guard_manager.check, {"a": a, "b": b}, seconds=seconds)
+    samples = interleaved(timers, rounds)
+    eager_backend, aot_eager, inductor = COMPILE_LADDER
+    steps = [("Dynamo (its wrapper and the guard check) and the FX graph", eager_backend, "eager call"),
+             ("AOTAutograd's runtime wrappers", aot_eager, eager_backend),
+             ("Inductor's generated code, instead of aot_eager's FX graph", inductor, aot_eager)]
+    return (Spread.each(samples),
             {what: Cost.between(samples[slower], samples[faster]) for what, slower, faster in steps})
 
 

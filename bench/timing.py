@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -30,6 +31,25 @@ def micros(fn, *args, min_sample_time: float = 0.01, samples: int = 3) -> float:
     return seconds(fn, *args, min_sample_time=min_sample_time, samples=samples) * 1e6
 
 
+ROUND_SECONDS = 0.005  # one sample per round: thousands of µs-long calls, short enough for many rounds
+
+
+def interleaved(timers: dict[str, Callable[[], float]], rounds: int = 9) -> dict[str, list[float]]:
+    """Each timer once per round, in turn, for `rounds` rounds: one sample per timer and round. A slow moment of the
+    machine then lands on every timer of that round alike, and a difference taken round by round (Cost.between)
+    cancels it."""
+    samples = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            samples[name].append(timer())
+    return samples
+
+
+def micros_timer(fn, *args, seconds: float = ROUND_SECONDS) -> Callable[[], float]:
+    """A timer for interleaved(): one sample of fn(*args) in µs, calls repeated for `seconds`."""
+    return lambda: micros(fn, *args, min_sample_time=seconds, samples=1)
+
+
 @dataclass(frozen=True)
 class Spread:
     """Median and interquartile range of repeated measurements."""
@@ -42,6 +62,11 @@ class Spread:
     def of(cls, values: list[float]) -> "Spread":
         q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
         return cls(median, q1, q3)
+
+    @classmethod
+    def each(cls, samples: dict[str, list[float]]) -> dict[str, "Spread"]:
+        """The spread of every entry of interleaved()'s samples."""
+        return {name: cls.of(values) for name, values in samples.items()}
 
     def __format__(self, spec: str) -> str:
         return f"{self.median:{spec}} ({self.q1:{spec}}-{self.q3:{spec}})"
@@ -56,9 +81,14 @@ class Cost(Spread):
     def significant(self) -> bool:
         return self.q1 > 0
 
-    def describe(self, unit: str, digits: int = 2) -> str:
-        """'+0.41 µs (0.36-0.47)', or 'within noise here': never a negative cost."""
-        return f"+{self:.{digits}f} {unit}" if self.significant else "within noise here"
+    def describe(self, unit: str, digits: int = 2, signed: bool = False) -> str:
+        """'+0.41 (0.36-0.47) µs', or 'within noise here': never a negative cost. With signed=True, a difference whose
+        whole range lies below zero is a saving: 'saves 0.41 (0.36-0.47) µs'."""
+        if self.significant:
+            return f"+{self:.{digits}f} {unit}"
+        if signed and self.q3 < 0:
+            return f"saves {Spread(-self.median, -self.q3, -self.q1):.{digits}f} {unit}"
+        return "within noise here"
 
     @classmethod
     def between(cls, with_: list[float], without: list[float]) -> "Cost":

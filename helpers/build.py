@@ -67,6 +67,8 @@ LAYERS: dict[str, list[str]] = {
     "deprecated_guard": ["pitfalls/deprecated_guard.cpp"],
     # Lesson 05's pitfall: an autocast kernel without its exclude guard.
     "autocast_no_guard": ["pitfalls/autocast_no_guard.cpp"],
+    # Lesson 06's pitfall: a Meta kernel that reads sizes() specializes every dynamic size.
+    "meta_sizes": ["pitfalls/meta_sizes.cpp"],
 }
 
 

@@ -34,6 +34,9 @@ def _device_module() -> types.ModuleType:
     module.manual_seed_all = lambda seed: None
     module.get_rng_state = lambda device=NAME: torch.get_rng_state()
     module.set_rng_state = lambda new_state, device=NAME: torch.set_rng_state(new_state)
+    # torch.autocast(NAME) asks which lower-precision dtypes the device has. Entering it changes nothing by itself:
+    # torch registers no autocast kernels at AutocastPrivateUse1, a backend registers its own (lesson 09).
+    module.get_amp_supported_dtype = lambda: [torch.float16, torch.bfloat16]
     return module
 
 

@@ -10,6 +10,7 @@ shows it once, and nbval, which ignores a trailing `;`, finds no extra text outp
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 
 import matplotlib.pyplot as plt
@@ -22,6 +23,7 @@ else:  # copied into a project as a top-level module, beside trace.py
 
 COLORS = {
     "workbook kernel": "#2e9d5b",
+    "our Python kernel": "#5ab4ac",
     "nested call": "#a8d8b9",
     "torch kernel": "#4a7fc1",
     "composite kernel": "#8e6cc0",
@@ -44,13 +46,21 @@ def _entry_category(entry: tr.Entry | None) -> str:
         return "missing"
     if entry.fallthrough:
         return "fallthrough"
+    if entry.kind == "backend fallback":  # torch's or ours (lesson 09's device): one boxed kernel for every operator
+        return "fallback"
     if entry.ours:
         return "workbook kernel"
-    if entry.kind == "backend fallback":
-        return "fallback"
+    if _ours_in_python(entry):
+        return "our Python kernel"
     if entry.kind in ("math kernel", "default backend kernel"):
         return "composite kernel"
     return "torch kernel"
+
+
+def _ours_in_python(entry: tr.Entry) -> bool:
+    """Registered by our Python code (a file of this machine outside torch and csrc/, e.g. helpers/python_ops.py's
+    vmap rule): ours, but it does not record itself. Entry.where keeps a line number only for such files."""
+    return not entry.ours and ":" in entry.where
 
 
 def _box(ax, x, y, color, label, dashed=False, width=0.9):
@@ -97,7 +107,8 @@ def ladder(t: tr.Trace, ax=None, title: str | None = None):
     # What the title can vouch for: only our kernels record themselves, so torch's (its autograd fallback, ...)
     # are predicted and run, but never appear in the right column.
     ours = tr.path(t.predicted, ours_only=True)
-    torchs = [key for key in t.predicted_path if key not in ours]
+    in_python = [s.key for s in t.predicted if s.key in t.predicted_path and s.entry and _ours_in_python(s.entry)]
+    torchs = [key for key in t.predicted_path if key not in ours and key not in in_python]
     if t.error:
         verdict = "error: " + type(t.error).__name__
     elif not ours and not t.own_events:
@@ -106,9 +117,11 @@ def ladder(t: tr.Trace, ax=None, title: str | None = None):
         verdict = "none of this operator's kernels recorded itself"
     elif t.agrees:
         verdict = "recorded = predicted" + (f"; torch's {', '.join(torchs)}: not recordable" if torchs else "")
+        verdict += f"; our Python kernel at {', '.join(in_python)}: not recorded" if in_python else ""
     else:
         verdict = "recorded != predicted"
-    ax.set_title(f"{title or t.op}\n({verdict})", fontsize=9)
+    # Long verdicts wrap, so that the titles of ladders side by side do not run into each other.
+    ax.set_title(f"{title or t.op}\n" + textwrap.fill(f"({verdict})", 52), fontsize=9)
     return ax.figure
 
 
@@ -184,7 +197,7 @@ def _short(entry: tr.Entry | None) -> str:
     if label == "ours" and entry.kind in ("math kernel", "default backend kernel"):
         # One registration at a composite alias key fills this key: implicit (CompositeImplicitAutograd) or explicit.
         return "ours:implicit" if entry.kind == "math kernel" else "ours:explicit"
-    if label == "ours" and entry.kind == "backend fallback":
+    if label == "fallback" and entry.ours:
         return "ours:fallback"  # one boxed kernel for every operator at this key (lesson 09)
     return label
 

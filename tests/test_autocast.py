@@ -106,7 +106,8 @@ def test_gradients_come_back_in_the_input_dtype_and_match_torch(workbook):
         torch.testing.assert_close(ours, theirs, rtol=2e-2, atol=2e-2)
 
 
-def test_gradcheck_through_the_autocast_path_in_float64(workbook):
+def test_gradcheck_through_the_autocast_kernels_pass_through_branch_in_float64(workbook):
+    # float64 is never cast: this checks the branch that casts nothing (the cast path: the test below).
     a, b = inputs("matmul", (F64, F64), requires_grad=True)
     bias = torch.randn(16, 8, dtype=F64, requires_grad=True)
     with torch.autocast("cpu"):
@@ -114,6 +115,72 @@ def test_gradcheck_through_the_autocast_path_in_float64(workbook):
         assert gradcheck(workbook.matmul, (a, b))
         assert gradcheck(workbook.add, (a @ b, bias))
         assert gradcheck(workbook.affine, (a, b, bias))
+
+
+def test_the_cast_path_gives_what_the_casts_written_out_give_forward_and_backward(workbook):
+    a, b = inputs("matmul", (F32, F32), requires_grad=True)
+    grad_out = torch.randn(16, 8, generator=torch.Generator().manual_seed(1)).to(BF16)
+    with torch.autocast("cpu"):
+        in_region = workbook.matmul(a, b)
+    by_hand = workbook.matmul(a.to(BF16), b.to(BF16))
+    assert [edge[0].name() for edge in in_region.grad_fn.next_functions] == ["ToCopyBackward0"] * 2
+    assert torch.equal(in_region, by_hand)
+    for ours, written_out in zip(torch.autograd.grad(in_region, (a, b), grad_out),
+                                 torch.autograd.grad(by_hand, (a, b), grad_out)):
+        assert ours.dtype == F32 and torch.equal(ours, written_out)
+
+
+def test_a_backward_called_inside_a_region_is_autocast_again(workbook):
+    a, b = inputs("matmul", (F32, F32), requires_grad=True)
+    out = workbook.matmul(a, b)  # float32, no region
+    with torch.autocast("cpu"), trace.recording() as events:
+        out.sum().backward()
+    assert {tuple(e.dtypes) for e in events if e.key == "CPU"} == {("BFloat16", "BFloat16")}
+    assert b.grad.dtype == F32
+
+
+@pytest.mark.parametrize("first, second", [(F16, F32), (F16, F16)])
+def test_promote_type_throws_on_the_other_half_type_before_a_float32_like_torch_cat(workbook, first, second):
+    args = [tensor.to(dtype) for tensor, dtype in zip(inputs("add", (F32, F32)), (first, second))]
+    for op in (workbook.add, lambda x, y: torch.cat([x, y])):
+        with torch.autocast("cpu"), pytest.raises(RuntimeError, match="Unexpected floating ScalarType"):
+            op(*args)
+    with torch.autocast("cpu"):  # a float32 first makes the answer float32 before the float16 is met
+        assert workbook.add(args[1].float(), args[0]).dtype == F32
+
+
+def test_no_cast_is_cached_with_the_cache_off_nor_a_widening_one(workbook):
+    x, weight = inputs("matmul", (F32, F32))
+    weight.requires_grad_()
+    bf16_weight, bias = inputs("add", (BF16, F32))
+    bf16_weight.requires_grad_()
+    counts = []
+    for region, call in [({"cache_enabled": False}, lambda: workbook.matmul(x, weight)),
+                         ({}, lambda: workbook.add(bf16_weight, bias))]:
+        with trace.op_calls() as calls:
+            with torch.autocast("cpu", **region):
+                call(), call()
+        counts.append(calls.count("aten._to_copy.default"))
+    assert counts == [4, 2]
+
+
+def test_destroy_removes_a_python_autocast_kernel_from_the_dispatcher_but_not_from_py_kernels(workbook):
+    done = isolated.run("""
+        import torch
+        from helpers import build
+        build.load_all("schemas", "cpu", "meta", "autograd", "autocast")
+        op = torch.ops.workbook.sum.default
+        for attempt in range(2):  # the second registration replaces the leftover Python entry
+            lib = torch.library.Library("workbook", "IMPL")
+            torch.library.register_autocast("workbook::sum", "cpu", torch.float32, lib=lib)
+            with torch.autocast("cpu"):
+                print(op(torch.ones(8, dtype=torch.bfloat16)).dtype)
+            lib._destroy()
+            print(torch._C._dispatch_has_kernel_for_dispatch_key("workbook::sum", "AutocastCPU"),
+                  [key.name for key in op.py_kernels], op.has_kernel_for_dispatch_key(torch._C.DispatchKey.AutocastCPU))
+    """)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["torch.float32", "False ['AutocastCPU'] True"] * 2
 
 
 def test_python_register_autocast_works_without_a_cpp_kernel_and_fails_beside_one(workbook):

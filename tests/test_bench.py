@@ -13,6 +13,9 @@ def test_a_cost_counts_only_above_the_noise_and_is_never_printed_negative():
     assert Cost.between([2.0, 2.1, 2.2, 2.3], [1.0, 1.0, 1.1, 1.1]).describe("µs").startswith("+1.")
     assert Cost.between([1.0, 1.2, 0.9, 1.1], [1.1, 1.0, 1.0, 1.0]).describe("µs") == "within noise here"
     assert Cost.between([1.0, 1.0, 1.0, 1.0], [1.2, 1.3, 1.2, 1.3]).describe("µs") == "within noise here"
+    # asked for a signed answer, a difference wholly below zero is a saving, still printed without a minus sign
+    assert Cost.between([1.0, 1.0, 1.0, 1.0], [1.2, 1.3, 1.2, 1.3]).describe("µs", signed=True).startswith("saves 0.2")
+    assert Cost.between([1.0, 1.2, 0.9, 1.1], [1.1, 1.0, 1.0, 1.0]).describe("µs", signed=True) == "within noise here"
 
 
 def test_every_layer_of_the_loaded_stage_is_timed_from_python_and_cpp(workbook):
@@ -30,11 +33,15 @@ def test_a_stage_refuses_a_process_with_other_layers(workbook):
 
 
 def test_entry_points_and_python_op_parts_are_timed(workbook):
-    times, differences = dispatch_cost.entry_points(rounds=2, seconds=0.001)
-    assert set(times) == set(dispatch_cost.ENTRY_POINTS) and len(differences) == 3
+    build.load("dispatch_bench")  # the two CPU kernels alone are timed from C++
+    times, differences = dispatch_cost.entry_points(rounds=2, seconds=0.001, calls=500)
+    assert set(times) == set(dispatch_cost.ENTRY_POINTS) | set(dispatch_cost.KERNELS_ALONE)
+    assert len(differences) == len(dispatch_cost.ENTRY_DIFFERENCES)
     times, differences = dispatch_cost.python_op_parts(rounds=2, seconds=0.001)
     fast_path = hasattr(torch.ops.workbook_py.add.default, "_is_pyobj_dispatcher_enabled")
     assert len(differences) == (3 if fast_path else 2)
+    totals, differences, python_share = dispatch_cost.call_parts(rounds=2, seconds=0.001, calls=500)
+    assert len(totals) == 4 and len(differences) == 2 and 0 < python_share.median < 1  # lesson 07, section 3
 
 
 def test_build_times_reads_each_lessons_layers_from_its_load_calls():

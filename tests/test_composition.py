@@ -5,10 +5,12 @@ import io
 
 import pytest
 import torch
+from torch._dynamo.testing import CompileCounterWithBackend
 from torch.autograd import gradcheck
 from torch.library import opcheck
 
-from helpers import python_ops, samples, trace
+from bench import composition
+from helpers import isolated, python_ops, samples, trace
 
 # ---- torch.compile and torch.export ----------------------------------------------------------
 
@@ -121,3 +123,66 @@ def test_python_ops_gradcheck(name):
 def test_python_ops_refuse_bad_inputs(call, message):
     with pytest.raises(RuntimeError, match=message):
         call()
+
+
+# ---- a Meta kernel that reads sizes() (lesson 06, section 5) -------------------------------------
+
+
+def test_a_meta_kernel_that_reads_sizes_passes_opcheck_but_compiles_once_per_size_and_refuses_a_dim():
+    # Its own process: the layer adds workbook::matmul_sizes, which test_schemas' list of the namespace must not see.
+    # The same in torch 2.13.0, 2.14.1 and 2.15.0: no error anywhere until export is given a Dim.
+    done = isolated.run("""
+        import torch
+        from torch._dynamo.testing import CompileCounterWithBackend
+        from torch.library import opcheck
+        from helpers import build
+        build.load_all("schemas", "cpu", "meta", "autograd", "meta_sizes")
+        a, weight = torch.randn(4, 8), torch.randn(8, 5)
+        for name in ("matmul", "matmul_sizes"):
+            op = getattr(torch.ops.workbook, name)
+            opcheck(op.default, (a, weight))
+            torch._dynamo.reset()
+            counter = CompileCounterWithBackend("aot_eager")
+            compiled = torch.compile(lambda x, w: op(x, w), backend=counter, dynamic=True, fullgraph=True)
+            for rows in (4, 9, 17):
+                x = torch.randn(rows, 8)
+                torch.testing.assert_close(compiled(x, weight), x @ weight)
+
+            class Module(torch.nn.Module):
+                def forward(self, x, w):
+                    return op(x, w)
+
+            try:
+                dims = {"x": {0: torch.export.Dim("batch")}, "w": None}
+                torch.export.export(Module(), (a, weight), dynamic_shapes=dims)
+                exported = "exported"
+            except torch._dynamo.exc.UserError as error:
+                exported = "specialized it to be a constant (4)" in str(error) and "refused"
+            print(name, counter.frame_count, exported)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["matmul 1 exported", "matmul_sizes 3 refused"]
+
+
+@pytest.mark.parametrize("size_type, compiles", [("int", 3), ("SymInt", 1)])
+def test_a_size_argument_declared_int_specializes_and_symint_does_not(size_type, compiles):
+    with torch.library._scoped_library("workbook_test", "FRAGMENT") as library:
+        library.define(f"first_rows(Tensor x, {size_type} n) -> Tensor")
+        library.impl("first_rows", lambda x, n: x[:n].clone(), "CompositeExplicitAutograd")
+        torch.library.register_fake("workbook_test::first_rows", lambda x, n: x.new_empty(n, *x.shape[1:]), lib=library)
+        torch._dynamo.reset()
+        counter = CompileCounterWithBackend("aot_eager")
+        first_half = torch.compile(lambda x: torch.ops.workbook_test.first_rows(x, x.shape[0] // 2), backend=counter,
+                                   dynamic=True, fullgraph=True)
+        for rows in (4, 10, 18):
+            x = torch.arange(rows * 3.0).view(rows, 3)
+            torch.testing.assert_close(first_half(x), x[: rows // 2])
+        assert counter.frame_count == compiles
+
+
+def test_the_vmap_timing_interleaves_both_ways_and_calls_a_speedup_only_above_the_noise(workbook):
+    times = composition.vmap_millis(batch=8, rounds=2, seconds_per_sample=0.001)
+    assert {name: len(samples) for name, samples in times.items()} == {"fallback loop": 2, "batching rule": 2}
+    assert trace.dispatch_table(workbook.matmul)["FuncTorchBatched"].kind == "backend fallback"  # the rule is gone
+    assert composition.speedup([4.0, 4.1, 3.9, 4.2], [1.0, 1.0, 1.1, 1.0]).startswith("4.0x (")
+    assert composition.speedup([1.0, 1.2, 0.9, 1.1], [1.1, 1.0, 1.0, 1.0]) == "within noise here"

@@ -9,7 +9,7 @@ import torch
 
 from helpers import device, isolated
 
-NATIVE = {"add", "mul", "mm", "sum"}
+NATIVE = {"add", "mul", "mm", "sum", "abs"}  # abs: aten's kernel for abs.out, with the device's loop (abs_stub)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -69,6 +69,39 @@ def test_native_kernels_serve_their_operators_and_the_fallback_the_rest(name, fu
     function(*inputs)
     served_by_fallback = device.counts()["fallback_calls"] - before
     assert (served_by_fallback == 0) == (name in NATIVE), served_by_fallback
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])
+def test_abs_runs_atens_kernel_with_the_devices_loop_on_any_strides_and_out(dtype):
+    x = (tensors((4, 5))[0] * 10).to(dtype)
+    on_device = x.to(device.NAME)
+    before = device.counts()["fallback_calls"]
+    torch.testing.assert_close(on_device.t().abs().cpu(), x.t().abs())  # the iterator handles the strides
+    torch.testing.assert_close(on_device[:, ::2].abs().cpu(), x[:, ::2].abs())
+    out = torch.empty(0, dtype=dtype, device=device.NAME)
+    torch.abs(on_device, out=out)  # aten's kernel resizes `out` (our resize_)
+    torch.testing.assert_close(out.cpu(), x.abs())
+    assert device.counts()["fallback_calls"] == before
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):  # aten's own check
+        torch.abs(on_device, out=torch.empty(0, dtype=dtype))
+
+
+def test_factories_refuse_pinned_memory_and_sparse_layouts():
+    with pytest.raises(RuntimeError, match="only CPU tensors can be pinned; the workbook's device got pin_memory=True"):
+        torch.empty(3, device=device.NAME, pin_memory=True)
+    with pytest.raises(RuntimeError, match="only CPU tensors can be pinned"):
+        torch.empty_strided((3,), (1,), device=device.NAME, pin_memory=True)
+    # A sparse layout has a dispatch key of its own, where the device registers nothing.
+    with pytest.raises(NotImplementedError, match="'Sparse" + device.NAME + "' backend"):
+        torch.empty(3, device=device.NAME, layout=torch.sparse_coo)
+
+
+def test_accelerator_synchronize_and_the_current_stream_work_new_streams_are_refused():
+    torch.accelerator.synchronize()  # the guard's synchronizeDevice: the device's work is synchronous
+    stream = torch.accelerator.current_stream()
+    assert (stream.stream_id, stream.device) == (0, torch.device(device.NAME, 0))
+    with pytest.raises(RuntimeError, match="Backend doesn't support create a new Stream"):
+        torch.Stream(device=device.NAME)
 
 
 def test_native_kernels_keep_the_strides_the_cpus_kernels_choose():
@@ -191,11 +224,27 @@ def workbook_add_has_a_native_kernel_and_a_gradient():
         torch.ops.workbook.add(on_device[0], y)
 
 
+def opcheck_passes_on_the_device_without_its_autograd_registration_test():
+    # opcheck's test_autograd_registration knows only the CPU, CUDA and XPU autograd keys: it raises on an input on
+    # the device that requires grad (torch/testing/_internal/optests/autograd_registration.py). The other three run.
+    from helpers import build
+
+    build.load_all("meta", "autograd")  # workbook::add's fake kernel (test_faketensor) and its Autograd kernel
+    x, y = (t.to(device.NAME).requires_grad_() for t in tensors((4, 5), (4, 5)))
+    on_the_device = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
+    results = torch.library.opcheck(torch.ops.workbook.add.default, (x, y), test_utils=on_the_device)
+    assert results == dict.fromkeys(on_the_device, "SUCCESS"), results
+    with pytest.raises(Exception, match="NYI devices other than CPU/CUDA/XPU, got {'workbook'}") as refused:
+        torch.library.opcheck(torch.ops.workbook.add.default, (x, y))  # the default test_utils include it
+    assert "test_autograd_registration failed" in str(refused.value)
+
+
 # Backward on the device, each in a new process that registers the device before its first backward. The autograd
 # engine sizes its per-device queues once, at a process's first backward, from the devices registered then: after a
 # backward on CPU tensors, one on the device fails (test below), and pytest's workers run other files' tests first.
 BACKWARD = [mlp_gradients_equal_the_cpus, allocations_balance_once_the_tensors_are_gone,
-            workbook_add_has_a_native_kernel_and_a_gradient]
+            workbook_add_has_a_native_kernel_and_a_gradient,
+            opcheck_passes_on_the_device_without_its_autograd_registration_test]  # test_aot_dispatch_dynamic: backward
 
 
 @pytest.mark.parametrize("body", BACKWARD, ids=[body.__name__ for body in BACKWARD])
@@ -263,3 +312,22 @@ def test_a_view_operator_left_to_the_fallback_returns_a_copy_and_only_warns():
         windows = base.unfold(0, 2, 1)
     windows[0, 0] = 100.0
     assert base.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and windows._base is base
+
+
+def test_inductor_has_no_code_generation_for_the_device_and_says_so_from_2_14():
+    # Lesson 09, section 8: Inductor's lowering asks get_backend_features for the device's scheduling, and an assertion
+    # fails there. torch 2.14 gave it a message; 2.13's bare `assert scheduling_ctor` had none.
+    import torch._inductor.exc
+
+    from conftest import TORCH  # not at the top: the new processes of BACKWARD import this file, without tests/
+
+    torch.compiler.reset()
+    x, w = tensors((4, 5), (5, 3))
+    with pytest.raises(torch._inductor.exc.InductorError) as caught:
+        torch.compile(lambda a, b: torch.relu(a @ b).sum())(x.to(device.NAME), w.to(device.NAME))
+    cause = caught.value
+    while (cause.__cause__ or cause.__context__) is not None:  # InductorError, from LoweringException, from the assert
+        cause = cause.__cause__ or cause.__context__
+    assert type(cause) is AssertionError
+    assert str(cause) == (f"no scheduling registered for device {device.NAME}" if TORCH >= (2, 14) else "")
+    torch.compiler.reset()

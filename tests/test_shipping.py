@@ -7,12 +7,14 @@ against eager in a fresh Python, and the error without the operators' library. T
 lesson leans on, and what no lesson can show on every machine: the stable wheel under another torch release."""
 
 import re
+import shutil
 import subprocess
 import warnings
 import zipfile
 
 import pytest
 import torch
+from torch.utils.cpp_extension import CUDA_HOME
 
 from conftest import TORCH
 from helpers import build, shipping, toolchain, trace
@@ -34,7 +36,30 @@ def test_wheel_is_one_abi3_wheel_holding_the_library_and_the_python_side():
     assert re.fullmatch(r"workbook_ops-0\.1\.0-cp310-abi3-linux_\w+\.whl", wheel.name)
     names = zipfile.ZipFile(wheel).namelist()
     assert {"workbook_ops/__init__.py", "workbook_ops/batching.py", "workbook_ops/check.py",
-            "workbook_ops/_C.abi3.so"} <= set(names)
+            "workbook_ops/_C.abi3.so", "workbook_ops/_built_for.py"} <= set(names)
+    # The CUDA the kernels were compiled for, written by setup.py: None where no CUDA kernels were built.
+    built_for = zipfile.ZipFile(wheel).read("workbook_ops/_built_for.py").decode()
+    cuda_kernels = torch.cuda.is_available() and CUDA_HOME is not None  # setup.py's condition
+    assert built_for.startswith(f"CUDA = {torch.version.cuda!r}" if cuda_kernels else "CUDA = None")
+
+
+def test_installed_package_refuses_a_torch_built_for_another_cuda(site, tmp_path):
+    # What the pin on torch cannot do (lesson 08): the package, told its kernels were built for another CUDA, refuses
+    # to load before it touches the library.
+    copy = tmp_path / "site"
+    shutil.copytree(site, copy)
+    (copy / "workbook_ops" / "_built_for.py").write_text('CUDA = "0.0"\n')
+    printed = shipping.run_python("""
+        import torch
+        try:
+            import workbook_ops
+        except ImportError as error:
+            print(error)
+        print("library loaded:", any("workbook" in str(lib) for lib in torch.ops.loaded_libraries))
+        """, copy)
+    assert printed.splitlines() == [
+        f"workbook_ops was built for CUDA 0.0, this torch for CUDA {torch.version.cuda}: install the workbook_ops built "
+        "for this torch", "library loaded: False"]
 
 
 def test_wheel_library_needs_no_python_and_runs_kernels_on_threads(site):

@@ -7,8 +7,13 @@
 // TORCH_LIBRARY_IMPL(aten, <key>, m) blocks like these (generated, in their case) are how out-of-tree backends such
 // as torch_xla and Ascend's torch_npu plug into PyTorch: the operators are aten's own; the backend brings kernels.
 #include <ATen/EmptyTensor.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/native/DispatchStub.h>
+#include <ATen/native/UnaryOps.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/abs_native.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
@@ -80,25 +85,32 @@ void check_on_device(const char* op, const char* name, const at::Tensor& tensor)
               "; every tensor argument must be on the same device (move it with .to(...))");
 }
 
-// Factory functions pass the device they were asked for to these two kernels, and nothing else checks its index.
-void check_index(std::optional<c10::Device> device) {
+// Factory functions pass what they were asked for to these two kernels, and nothing else checks it: the device's
+// index, a layout (a sparse or other non-strided one, which this allocator cannot hold), and pinned memory (page-locked
+// host memory that a GPU copies from asynchronously: a property of CPU tensors, as torch's own kernels say).
+void check_factory_options(std::optional<c10::Device> device, std::optional<c10::Layout> layout,
+                           std::optional<bool> pin_memory) {
   TORCH_CHECK(!device || device->index() <= 0, "the workbook's device has one index, 0; got ", *device);
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::kStrided, "the workbook's device holds strided tensors only; got ",
+              c10::layout_or_default(layout));
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
+              "only CPU tensors can be pinned; the workbook's device got pin_memory=True");
 }
 
 at::Tensor empty_memory_format(c10::DispatchKeySet ks, c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
-                               std::optional<c10::Layout>, std::optional<c10::Device> device, std::optional<bool>,
-                               std::optional<c10::MemoryFormat> memory_format) {
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
   trace::Scope scope("aten::empty.memory_format", ks);
-  check_index(device);
+  check_factory_options(device, layout, pin_memory);
   return at::detail::empty_generic(size, &allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
                                    c10::dtype_or_default(dtype), memory_format);
 }
 
 at::Tensor empty_strided(c10::DispatchKeySet ks, c10::IntArrayRef size, c10::IntArrayRef stride,
-                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout>,
-                         std::optional<c10::Device> device, std::optional<bool>) {
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                         std::optional<c10::Device> device, std::optional<bool> pin_memory) {
   trace::Scope scope("aten::empty_strided", ks);
-  check_index(device);
+  check_factory_options(device, layout, pin_memory);
   return at::detail::empty_strided_generic(size, stride, &allocator,
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype));
 }
@@ -180,6 +192,22 @@ at::Tensor sum(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<c10
   return to_device(at::sum(on_cpu(self), dtype));
 }
 
+// ---- aten's own kernel, with a loop of ours: abs ---------------------------------------------------------------
+// at::native::abs_out is aten's device-generic kernel for abs.out (CPU and CUDA register the same function): it checks
+// the arguments, resizes `out` and sets up a TensorIterator (broadcasting, dtypes, strides, same device), then calls
+// abs_stub for the iterator's device type. Registered at our key, it reaches our entry in that stub, set by
+// REGISTER_PRIVATEUSE1_DISPATCH below: the loop is all a backend writes. A real device launches its own loop there;
+// ours runs aten's CPU kernel on CPU views of the iterator's tensors, as the compute kernels above do.
+void abs_loop(at::TensorIteratorBase& iter) {
+  at::Tensor out = on_cpu(at::Tensor(iter.output()));  // a CPU view of our memory: the CPU kernel writes into it
+  at::abs_out(out, on_cpu(at::Tensor(iter.input())));
+}
+
+at::Tensor& abs_out(c10::DispatchKeySet ks, const at::Tensor& self, at::Tensor& out) {
+  trace::Scope scope("aten::abs.out", ks, self, out);
+  return at::native::abs_out(self, out);
+}
+
 // ---- The boxed fallback: any other aten operator, run on the CPU ----------------------------------------------
 // torch's cpu_fallback copies the tensor arguments to the CPU (through our _copy_from), calls the operator there,
 // copies the results back to our device, and writes mutated arguments (in-place and out=) back into the originals.
@@ -227,6 +255,14 @@ at::Tensor workbook_add(c10::DispatchKeySet ks, const at::Tensor& self, const at
 }
 
 }  // namespace
+}  // namespace workbook::device
+
+// The stub's entry for PrivateUse1. The macro names the stub without a namespace: it is written in aten's.
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(abs_stub, &workbook::device::abs_loop)
+}  // namespace at::native
+
+namespace workbook::device {
 
 TORCH_LIBRARY_IMPL(workbook, PrivateUse1, m) {
   m.impl("add", workbook_add);
@@ -246,6 +282,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mul.Tensor", mul);
   m.impl("mm", mm);
   m.impl("sum", sum);
+  m.impl("abs.out", abs_out);  // aten's kernel, our loop (abs_stub)
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

@@ -1,7 +1,8 @@
 """workbook_stable::add, installed: `import workbook_stable`, then torch.ops.workbook_stable.add(a, b).
 
-The library (_C.abi3.so) registers the operator and its CPU kernel; this file adds what the stable C++ API of
-torch 2.10 cannot: a fake kernel, for torch.compile, torch.export and opcheck's fake-tensor tests.
+The library (_C.abi3.so) registers the operator and its CPU kernel; this file adds a fake kernel, for torch.compile,
+torch.export and opcheck's fake-tensor tests. In Python, because the stable C++ API has no SymInt: a stable Meta kernel
+would see plain int64 sizes, so it could not keep a symbolic size symbolic.
 """
 
 from pathlib import Path

@@ -515,28 +515,78 @@ def records_graph(path: Path) -> Result:
     import torch.autograd.forward_ad as forward_ad
 
     answer = load_python(path).records_graph
-    wrong, cases = [], 0
-    for context in ("grad mode on", "torch.no_grad()"):
-        for needs in ((False, False), (True, False), (False, True), (True, True)):
-            a, b = (torch.ones(2, requires_grad=flag) for flag in needs)
-            with torch.no_grad() if context == "torch.no_grad()" else torch.enable_grad():
-                recorded = torch.mul(a, b).grad_fn is not None
-                yours = bool(answer(a, b))
-            cases += 1
-            if yours != recorded:
-                wrong.append(f"{context}, requires_grad {needs}")
-    with forward_ad.dual_level():
-        a, b = forward_ad.make_dual(torch.ones(2), torch.ones(2)), torch.ones(2)
-        for context in ("grad mode on", "torch.no_grad()"):
-            with torch.no_grad() if context == "torch.no_grad()" else torch.enable_grad():
-                cases += 1
-                if not answer(a, b):
-                    wrong.append(f"{context}, a forward-mode tangent on the first input (torch.autograd.forward_ad)")
+    lesson = "lesson 04, section 1 (csrc/autograd.cpp's records_graph)"
+
+    def leaf(dtype=torch.float32, grad=False):
+        return torch.ones(2, dtype=dtype, requires_grad=grad)
+
+    def dual(tangent, dtype=torch.float32):
+        return forward_ad.make_dual(leaf(dtype), tangent.to(dtype))
+
+    # (what, inside forward_ad.dual_level(), the two inputs): built under grad mode, so that a non-leaf input gets its
+    # grad_fn, and asked about in both contexts: the same tensors, a different answer.
+    cases = [(f"requires_grad {needs}", False, lambda needs=needs: [leaf(grad=flag) for flag in needs])
+             for needs in ((False, False), (True, False), (False, True), (True, True))]
+    cases += [
+        ("a non-leaf input that requires grad (x * 2, x a leaf that requires grad)", False,
+         lambda: [leaf(grad=True) * 2, leaf()]),
+        ("a complex input that requires grad", False,
+         lambda: [leaf(torch.complex64, grad=True), leaf(torch.complex64)]),
+        ("a forward-mode tangent on the first input (torch.autograd.forward_ad)", True,
+         lambda: [dual(torch.ones(2)), leaf()]),
+        ("a forward-mode tangent on the second input", True, lambda: [leaf(), dual(torch.ones(2))]),
+        ("a forward-mode tangent of all zeros on the first input", True, lambda: [dual(torch.zeros(2)), leaf()]),
+        ("a complex forward-mode tangent on the first input", True,
+         lambda: [dual(torch.ones(2) * 1j, torch.complex64), leaf(torch.complex64)]),
+        ("inside forward_ad.dual_level(), but no tangent on either input", True, lambda: [leaf(), leaf()]),
+    ]
+
+    def state():
+        return torch.is_grad_enabled(), forward_ad._current_level
+
+    def level(n: int) -> str:
+        return "no dual level open" if n < 0 else f"dual level {n} open"
+
+    wrong, count = [], 0
+    for what, in_dual_level, inputs in cases:
+        if in_dual_level:
+            forward_ad.enter_dual_level()
+        try:
+            with torch.enable_grad():
+                a, b = inputs()
+            for context in ("grad mode on", "torch.no_grad()"):
+                count += 1
+                case = f"{context}, {what}"
+                with torch.no_grad() if context == "torch.no_grad()" else torch.enable_grad():
+                    out = torch.mul(a, b)
+                    recorded = out.grad_fn is not None or (in_dual_level and
+                                                           forward_ad.unpack_dual(out).tangent is not None)
+                    before = state()
+                    yours = answer(a, b)
+                    after = state()
+                if before[0] != after[0]:
+                    on_off = {True: "on", False: "off"}
+                    return Result(False, f"your function changed grad mode: {on_off[before[0]]} before the call "
+                                         f"({case}), {on_off[after[0]]} after it. It is asked a question: leave "
+                                         f"thread-local state as you found it. Look again at {lesson}.")
+                if before[1] != after[1]:
+                    return Result(False, f"your function changed the forward-mode AD level: {level(before[1])} "
+                                         f"before the call ({case}), {level(after[1])} after it. It is asked a "
+                                         f"question: leave thread-local state as you found it. Look again at {lesson}.")
+                if not isinstance(yours, bool):
+                    return Result(False, f"your function returned {type(yours).__name__}, not a bool ({case}). Look "
+                                         f"again at {lesson}.")
+                if yours != recorded:
+                    does = "records a graph" if recorded else "records nothing"
+                    wrong.append(f"{case} (torch's mul {does}; your answer: {yours})")
+        finally:
+            while forward_ad._current_level >= 0:  # yours may have opened a level, or left it ours
+                forward_ad.exit_dual_level()
     if not wrong:
-        return Result(True, f"right in all {cases} cases")
+        return Result(True, f"right in all {count} cases")
     more = f" (and {len(wrong) - 1} more case{'s' if len(wrong) > 2 else ''})" if len(wrong) > 1 else ""
     return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again at "
-                         "lesson 04 (csrc/autograd.cpp's records_graph) and lesson 00, section 2.")
+                         f"{lesson} and lesson 00, section 2.")
 
 
 class FakeTimer:

@@ -304,6 +304,40 @@ MISTAKES = [
               '    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)\n'
               "    return backward or forward  # as csrc/autograd.cpp's records_graph\n"),
              '    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)\n')]),
+    Mistake('07.records_graph', 'dual_level_open', 'forward mode taken as on whenever a dual level is open',
+            expect='inside forward_ad.dual_level(), but no tangent on either input',
+            edits=[(('    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None '
+                     'for t in tensors)\n'),
+             '    forward = torch.autograd.forward_ad._current_level >= 0\n')]),
+    Mistake('07.records_graph', 'nonzero_tangent', 'a tangent counted only where it is not all zeros',
+            expect='a forward-mode tangent of all zeros on the first input',
+            edits=[(('    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None '
+                     'for t in tensors)\n'),
+             ('    tangents = [torch.autograd.forward_ad.unpack_dual(t).tangent for t in tensors]\n'
+              '    forward = any(d is not None and bool(d.any()) for d in tangents)\n'))]),
+    Mistake('07.records_graph', 'leaf_only', 'only leaves counted as requiring grad',
+            expect='grad mode on, a non-leaf input that requires grad',
+            edits=[('    backward = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)\n',
+             '    backward = torch.is_grad_enabled() and any(t.requires_grad and t.is_leaf for t in tensors)\n')]),
+    Mistake('07.records_graph', 'float_only', 'only floating-point tensors counted: complex ones record too',
+            expect='grad mode on, a complex input that requires grad',
+            edits=[(('    backward = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)\n'
+              '    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)\n'),
+             ('    floats = [t for t in tensors if t.is_floating_point()]\n'
+              '    backward = torch.is_grad_enabled() and any(t.requires_grad for t in floats)\n'
+              '    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in floats)\n'))]),
+    Mistake('07.records_graph', 'tangent_first_only', "only the first input's tangent looked at",
+            expect='grad mode on, a forward-mode tangent on the second input',
+            edits=[(('    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None '
+                     'for t in tensors)\n'),
+             '    forward = torch.autograd.forward_ad.unpack_dual(tensors[0]).tangent is not None\n')]),
+    Mistake('07.records_graph', 'leaks_grad_mode', 'grad mode switched off, then on, whatever it was before the call',
+            expect='your function changed grad mode: off before the call (torch.no_grad()',
+            edits=[(('    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None '
+                     'for t in tensors)\n'),
+             ('    torch.set_grad_enabled(False)\n'
+              '    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)\n'
+              '    torch.set_grad_enabled(True)\n'))]),
     # 08.load_before_aoti
     Mistake('08.load_before_aoti', 'export_load', "torch.export.load: the exported program's loader, not AOTInductor's",
             expect='Error',

@@ -1,15 +1,14 @@
-// Autograd kernels: a torch::autograd::Function per differentiable operator, registered at the
-// Autograd alias key (which fills AutogradCPU, AutogradCUDA, AutogradMeta, ...).
+// Autograd kernels: a torch::autograd::Function per differentiable operator, registered at the Autograd alias key
+// (which fills AutogradCPU, AutogradCUDA, AutogradMeta, ...).
 //
-// forward() runs below autograd: at::AutoDispatchBelowADInplaceOrView turns off the Autograd and
-// ADInplaceOrView keys for the calls inside it, so the backend kernel is reached directly and
-// autograd records this Function as one node. backward() calls the workbook's own operators
-// through the dispatcher (csrc/ops.h), so it runs on any backend, and is itself differentiable
-// (those calls go through these Autograd kernels again): double backward works.
+// forward() runs below autograd: at::AutoDispatchBelowADInplaceOrView turns off the Autograd and ADInplaceOrView keys
+// for the calls inside it, so the backend kernel is reached directly and autograd records this Function as one node.
+// backward() calls the workbook's operators through the dispatcher (csrc/ops.h): any backend, and double backward.
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/div.h>
 #include <torch/autograd.h>
+#include <torch/csrc/autograd/VariableTypeUtils.h>  // check_inplace: torch's own test before an in-place write
 #include <torch/library.h>
 
 #include "ops.h"
@@ -55,11 +54,12 @@ class Matmul : public torch::autograd::Function<Matmul> {
     at::AutoDispatchBelowADInplaceOrView guard;
     return ops::matmul(self, other);
   }
-  // out = self @ other:  d self = grad @ other^T,  d other = self^T @ grad.
+  // out = self @ other:  d self = grad @ other^T,  d other = self^T @ grad; each only if needed (needs_input_grad).
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &self = saved[0], &other = saved[1], &grad = grads[0];
-    return {ops::matmul(grad, other.t()), ops::matmul(self.t(), grad)};
+    return {ctx->needs_input_grad(0) ? ops::matmul(grad, other.t()) : at::Tensor(),
+            ctx->needs_input_grad(1) ? ops::matmul(self.t(), grad) : at::Tensor()};
   }
 };
 
@@ -95,10 +95,9 @@ class Mean : public torch::autograd::Function<Mean> {
   }
 };
 
-// With nothing to record (no input requires grad or carries a forward-mode tangent, or grad mode
-// is off), Function::apply's bookkeeping is pure cost: about 1 us a call, more than the whole of
-// aten's add on a tiny tensor (bench/dispatch_cost.py). Like torch's own autograd kernels, go
-// straight below autograd then.
+// With nothing to record (no input requires grad or carries a forward-mode tangent, or grad mode is off),
+// Function::apply's bookkeeping is pure cost: about 1 us a call, more than the whole of aten's add on a tiny tensor
+// (bench/dispatch_cost.py). Like torch's own autograd kernels, go straight below autograd then.
 template <typename... Tensors>
 bool records_graph(const Tensors&... tensors) {
   const bool backward = c10::GradMode::is_enabled() && (tensors.requires_grad() || ...);
@@ -129,6 +128,7 @@ at::Tensor& add_(c10::DispatchKeySet ks, at::Tensor& x, const at::Tensor& other)
     static const auto op = handle<at::Tensor&(at::Tensor&, const at::Tensor&)>("workbook::add_");
     return op.redispatch(ks & c10::after_autograd_keyset, x, other);
   }
+  torch::autograd::check_inplace(x, x.requires_grad() || other.requires_grad());  // a leaf? refused before the write
   AddInPlace::apply(x, other);
   return x;
 }

@@ -2,8 +2,9 @@
 
 Write `kernels(op, *args)`: the dispatch keys whose kernels the dispatcher calls for op(*args), here and now, highest
 priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not helpers.trace. The check
-compares your list with the dispatcher's for aten's and the workbook's operators, on CPU, meta and sparse tensors, and
-inside torch.no_grad(), torch.inference_mode() and torch.autocast("cpu").
+compares your list with the dispatcher's for aten's and the workbook's operators, composite ones included, on CPU, meta
+and sparse tensors, mixed ones and lists of them, and inside torch.no_grad(), torch.inference_mode(),
+torch.autocast("cpu"), a TorchDispatchMode and torch._C._AutoDispatchBelowADInplaceOrView().
 """
 
 import torch
@@ -25,7 +26,8 @@ def is_backend(key) -> bool:
 def kernels(op, *args) -> list[str]:
     keyset = C.DispatchKeySet(C.DispatchKey.Undefined)
     for arg in args:
-        if isinstance(arg, torch.Tensor):
-            keyset = keyset | C._dispatch_keys(arg)
+        for tensor in arg if isinstance(arg, (list, tuple)) else [arg]:  # a Tensor[] argument's tensors count too
+            if isinstance(tensor, torch.Tensor):
+                keyset = keyset | C._dispatch_keys(tensor)
     # TODO: the call's keyset has two more terms; then walk it, key by key, as the dispatcher does.
     return [C._dispatch_key_name(keyset.highestPriorityTypeId())]

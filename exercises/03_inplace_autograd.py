@@ -1,11 +1,13 @@
 """Exercise 03.inplace_autograd (hard): gradients through an in-place operator.
 
-`exercise::add_(Tensor(a!) x, Tensor other) -> Tensor(a!)` adds `other` into `x` and returns `x`; its CPU kernel is
-registered for you. Its Autograd kernel (below, registered for you at the Autograd key, with the call's keyset) applies
-AddInPlace, a torch.autograd.Function, the Python twin of csrc/autograd.cpp's AddInPlace (lesson 03, section 4).
-Write its forward and backward: forward adds `other` into `x` through the operator's kernels below autograd (this
-Autograd kernel must not run again), and tells autograd that `x` was modified in place; after
-`y = x.clone(); add_(y, other)`, backward must give x and other their gradients.
+`exercise::add_(Tensor(a!) x, Tensor other) -> Tensor(a!)` adds `other` into `x` and returns `x`; its CPU and Meta
+kernels, and an ADInplaceOrView kernel that hands the call on, are registered for you. Its Autograd kernel (below,
+registered for you at the Autograd key, with the call's keyset) applies AddInPlace, a torch.autograd.Function, the
+Python twin of csrc/autograd.cpp's AddInPlace (lesson 03, section 4). Write its forward and backward: forward adds
+`other` into `x` through the operator's kernels below autograd (this Autograd kernel must not run again), and tells
+autograd that `x` was modified in place; after `y = x.clone(); add_(y, other)`, backward must give x and other their
+gradients. The check calls it on CPU and meta tensors, also with an `x` that does not require grad, and each call must
+leave the thread's dispatch state as it found it.
 """
 
 import torch

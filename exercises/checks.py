@@ -39,22 +39,46 @@ def predict_path(path: Path) -> Result:
 
 
 def _walk_cases():
-    """(what, op, args, context) for 00.walk: aten's and the workbook's operators, several devices, layouts, states."""
+    """(what, op, args, context, where to look) for 00.walk: aten's and the workbook's operators, several devices,
+    layouts, argument kinds and thread-local states."""
     from contextlib import nullcontext
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PassingOn(TorchDispatchMode):  # a mode that only calls the op: what it changes is the keyset
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
 
     a, b = torch.randn(2, 3), torch.randn(3, 4)
     x, y = torch.randn(3, requires_grad=True), torch.randn(3)
+    walk = ("lesson 00, 'Underneath trace.call': the keyset's three terms, and what the walk does at a fallthrough and "
+            "at a backend key.")
+    sets = ("lesson 00, section 2 (thread-local state): what the include and exclude sets hold here and now, and "
+            "'Underneath trace.call': how the keyset's three terms combine, and in which order.")
+    tensors = "lesson 00, section 1 and 'Underneath trace.call': whose keys make up the keyset of a call."
     return [
-        ("aten::mm(a, b)", torch.ops.aten.mm.default, (a, b), nullcontext),
-        ("aten::mm(a, b) in torch.no_grad()", torch.ops.aten.mm.default, (a, b), torch.no_grad),
-        ("aten::mm(a, b) in torch.inference_mode()", torch.ops.aten.mm.default, (a, b), torch.inference_mode),
-        ("aten::mm(a, b) in torch.autocast('cpu')", torch.ops.aten.mm.default, (a, b), lambda: torch.autocast("cpu")),
+        ("aten::mm(a, b)", torch.ops.aten.mm.default, (a, b), nullcontext, walk),
+        ("aten::mm(a, b) in torch.no_grad()", torch.ops.aten.mm.default, (a, b), torch.no_grad, walk),
+        ("aten::mm(a, b) in torch.inference_mode()", torch.ops.aten.mm.default, (a, b), torch.inference_mode, walk),
+        ("aten::mm(a, b) in torch.autocast('cpu')", torch.ops.aten.mm.default, (a, b), lambda: torch.autocast("cpu"),
+         walk),
         ("aten::add.Tensor(x, y) in torch.autocast('cpu')", torch.ops.aten.add.Tensor, (x, y),
-         lambda: torch.autocast("cpu")),
-        ("aten::mm on meta tensors", torch.ops.aten.mm.default, (a.to("meta"), b.to("meta")), nullcontext),
-        ("aten::add.Tensor on sparse tensors", torch.ops.aten.add.Tensor, (y.to_sparse(), y.to_sparse()), nullcontext),
-        ("workbook::add(x, y)", torch.ops.workbook.add.default, (x, y), nullcontext),
-        ("workbook::sum on meta tensors", torch.ops.workbook.sum.default, (y.to("meta"),), nullcontext),
+         lambda: torch.autocast("cpu"), walk),
+        ("aten::mm on meta tensors", torch.ops.aten.mm.default, (a.to("meta"), b.to("meta")), nullcontext, walk),
+        ("aten::add.Tensor on sparse tensors", torch.ops.aten.add.Tensor, (y.to_sparse(), y.to_sparse()), nullcontext,
+         walk),
+        ("workbook::add(x, y)", torch.ops.workbook.add.default, (x, y), nullcontext, walk),
+        ("workbook::sum on meta tensors", torch.ops.workbook.sum.default, (y.to("meta"),), nullcontext, walk),
+        ("aten::mm(a, b) inside a TorchDispatchMode", torch.ops.aten.mm.default, (a, b), PassingOn, sets),
+        ("aten::add_.Tensor(y, y) inside torch._C._AutoDispatchBelowADInplaceOrView()", torch.ops.aten.add_.Tensor,
+         (y, y), torch._C._AutoDispatchBelowADInplaceOrView, sets),
+        ("aten::linear(a, w)", torch.ops.aten.linear.default, (a, torch.randn(4, 3)), nullcontext,
+         "lesson 00, section 4 (the path of a call): what the walk does at a math kernel."),
+        ("aten::add.Tensor(dense, sparse)", torch.ops.aten.add.Tensor, (y, y.to_sparse()), nullcontext, tensors),
+        ("workbook::add(dense, sparse)", torch.ops.workbook.add.default, (y, y.to_sparse()), nullcontext,
+         "lesson 00, sections 4 and 5: what the dispatcher does at a key of the keyset with no entry in the table."),
+        ("aten::cat([a, a]): a list of tensors", torch.ops.aten.cat.default, ([a, a],), nullcontext,
+         tensors[:-1] + ", a list of tensors included."),
     ]
 
 
@@ -62,14 +86,14 @@ def _walk_cases():
 def walk(path: Path) -> Result:
     build.load_all("schemas", "cpu", "meta")
     kernels = load_python(path).kernels
-    for what, op, args, context in _walk_cases():
+    cases = _walk_cases()
+    for what, op, args, context, where_to_look in cases:
         with context():
             yours, actual = kernels(op, *args), call_path(op, *args)
-        result = compare_paths(yours, actual, "lesson 00, 'Underneath trace.call': the keyset's three terms, and what "
-                                              "the walk does at a fallthrough and at a backend key.")
+        result = compare_paths(yours, actual, where_to_look)
         if not result.passed:
             return Result(False, f"{what}: {result.diagnosis}")
-    return Result(True, f"all {len(_walk_cases())} calls walked as the dispatcher walks them")
+    return Result(True, f"all {len(cases)} calls walked as the dispatcher walks them")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,11 +290,42 @@ def fallthrough(path: Path) -> Result:
         return Result(not problems, "\n".join(problems) + hint if problems else "Autograd skipped on CPU and meta tensors")
 
 
-def _inplace_calls(op) -> list[str]:
-    """What exercise::add_ must do under autograd: [] when it does, else the problems."""
+class _StateLeft(Exception):
+    """A call of exercise::add_ came back with the thread's include or exclude set changed."""
+
+
+def _watching_dispatch_state(op):
+    """op, called with the thread-local include and exclude sets compared before and after each call."""
+    from helpers.trace import key_names
+
+    def call(*args):
+        before = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
+        try:
+            return op(*args)
+        finally:
+            after = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
+            for name, old, new in zip(("include", "exclude"), before, after):
+                if old != new:
+                    gained, lost = key_names(new - old), key_names(old - new)
+                    change = "; ".join(f"{what} {', '.join(keys)}" for what, keys in (("gained", gained),
+                                       ("lost", lost)) if keys)
+                    raise _StateLeft(f"after a call of add_ the thread-local {name} set had changed ({change}): "
+                                     "every later call on this thread walks a different keyset.\nLook again at lesson "
+                                     "03, section 3: the guard, and how long what it changes lasts.")
+
+    return call
+
+
+_BELOW = "lesson 03, section 3: how a call is handed on below autograd, and which keys the keyset handed on keeps"
+
+
+def _inplace_calls(op, ran: list[str]) -> list[str]:
+    """What exercise::add_ must do under autograd: [] when it does, else the problems. `ran` lists the check's kernels
+    below autograd as they run."""
     problems = []
     x, other = torch.ones(3, requires_grad=True), torch.full((3,), 2.0, requires_grad=True)
     y = x.clone()
+    ran.clear()
     returned = op(y, other)
     if returned is not y:
         problems.append("add_ returned a new tensor, not its first argument itself (the schema's (a!) on the return): "
@@ -278,6 +333,12 @@ def _inplace_calls(op) -> list[str]:
                         "forward modified it")
     if not torch.equal(y.detach(), torch.full((3,), 3.0)):
         problems.append(f"x + other should be [3, 3, 3]; y became {y.detach().tolist()}")
+    elif "CPU" not in ran:
+        problems.append(f"y became x + other, but exercise::add_'s CPU kernel did not run: forward wrote into y some "
+                        f"other way than through the operator's own kernels ({_BELOW})")
+    elif "ADInplaceOrView" not in ran:
+        problems.append(f"exercise::add_'s ADInplaceOrView kernel did not run: forward's call went on below autograd "
+                        f"past that key ({_BELOW})")
     if y._version == 0:
         problems.append("y's version counter did not move: autograd was not told that y changed")
     (y * 5).sum().backward()
@@ -290,28 +351,93 @@ def _inplace_calls(op) -> list[str]:
             problems.append("writing in place into a leaf that requires grad should be refused, as torch's add_ does")
         except RuntimeError:
             pass
+        problems += _inplace_target_without_grad(op)
+    if not problems:
+        ran.clear()
+        ym, om = (torch.ones(3, device="meta", requires_grad=True) for _ in range(2))
+        ym = ym.clone()
+        returned = op(ym, om)
+        if "CPU" in ran or "Meta" not in ran:
+            problems.append(f"on meta tensors the kernels below autograd that ran were {ran or 'none'}, not the ones "
+                            f"the call's own keyset picks ({_BELOW})")
+        elif returned is not ym or ym.grad_fn is None:
+            problems.append("on meta tensors add_ did not hand back its first argument with a history")
+    if not problems:
         args = (torch.randn(3, dtype=torch.float64, requires_grad=True), torch.randn(3, dtype=torch.float64, requires_grad=True))
         if not torch.autograd.gradcheck(lambda a, b: op(a.clone(), b), args, raise_exception=False):
             problems.append("gradcheck failed")
     return problems
 
 
+def _inplace_target_without_grad(op) -> list[str]:
+    """add_ into a tensor that does not require grad: from other that does, and into one that mul saved."""
+    problems = []
+    acc, w = torch.zeros(3), torch.full((3,), 2.0, requires_grad=True)
+    returned = op(acc, w)
+    if returned is not acc:
+        problems.append("add_(t, w), t not requiring grad and w requiring it, returned a new tensor, not t itself")
+    elif not acc.requires_grad:
+        problems.append("after add_(t, w), t not requiring grad and w requiring it, t still does not require grad: "
+                        "w's gradient has no way back from what t now holds")
+    else:
+        (acc * 5).sum().backward()
+        if w.grad is None or not torch.equal(w.grad, torch.full((3,), 5.0)):
+            problems.append(f"after add_(t, w), t not requiring grad and w requiring it, d/dw: "
+                            f"{None if w.grad is None else w.grad.tolist()}, should be [5, 5, 5]")
+    v, c = torch.ones(3, requires_grad=True), torch.full((3,), 2.0)
+    z = v * c  # mul saves c, which does not require grad, for v's gradient
+    version = c._version
+    op(c, torch.ones(3))
+    if c._version == version:
+        problems.append("z = v * c saves c (not requiring grad) for backward; add_(c, ones) then wrote into c and its "
+                        "version counter did not move, so backward would use c's new values without noticing")
+    else:
+        try:
+            z.sum().backward()
+            problems.append("add_(c, ones) wrote into c, which z = v * c had saved, and backward did not refuse")
+        except RuntimeError:
+            pass
+    return problems
+
+
 @exercise("03.inplace_autograd", "hard")
 def inplace_autograd(path: Path) -> Result:
-    with operator("add_(Tensor(a!) x, Tensor other) -> Tensor(a!)", lambda x, other: x.add_(other),
-                  tags=(torch.Tag.inplace,)) as library:
+    ran = []
+
+    def cpu_kernel(x, other):  # a plain backend kernel: it writes, and bumps no version
+        ran.append("CPU")
+        with torch._C._AutoDispatchBelowADInplaceOrView():
+            return x.add_(other)
+
+    def meta_kernel(x, other):
+        ran.append("Meta")
+        return x
+
+    def ad_inplace_or_view_kernel(keyset, x, other):  # records, and hands the call on
+        ran.append("ADInplaceOrView")
+        with torch._C._AutoDispatchBelowADInplaceOrView():
+            return torch.ops.exercise.add_.default.redispatch(keyset & torch._C._after_ADInplaceOrView_keyset, x, other)
+
+    with operator("add_(Tensor(a!) x, Tensor other) -> Tensor(a!)", cpu_kernel, tags=(torch.Tag.inplace,)) as library:
+        library.impl("add_", meta_kernel, "Meta")
+        library.impl("add_", ad_inplace_or_view_kernel, "ADInplaceOrView", with_keyset=True)
         answer = load_python(path)
         library.impl("add_", answer.autograd_kernel, "Autograd", with_keyset=True)
+        op = _watching_dispatch_state(torch.ops.exercise.add_.default)
         try:
-            problems = _inplace_calls(torch.ops.exercise.add_.default)
+            problems = _inplace_calls(op, ran)
+            with torch.no_grad():
+                z = torch.zeros(3)
+                op(z, torch.ones(3))
         except RecursionError:
             return Result(False, "the call came back to the Autograd kernel again and again (RecursionError): forward "
                                  "must reach the CPU kernel below autograd (lesson 03, section 3: redispatch)")
-        with torch.no_grad():
-            z = torch.zeros(3)
-            torch.ops.exercise.add_.default(z, torch.ones(3))
+        except _StateLeft as left:
+            return Result(False, str(left))
         if not torch.equal(z, torch.ones(3)):
             problems.append("under torch.no_grad() add_ no longer adds")
+        elif z._version == 0:
+            problems.append("under torch.no_grad() add_ wrote into z, and z's version counter did not move")
     hint = "\nLook again at lesson 03, section 4 (in-place operators and gradients)." if problems else ""
     return Result(not problems, "\n".join(problems) + hint if problems else "both inputs get their gradients, and "
                                                                              "the version counter moves")

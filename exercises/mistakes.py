@@ -69,6 +69,58 @@ MISTAKES = [
             expect="aten::mm(a, b): your kernel 1, 'AutocastCPU'",
             edits=[('    keyset = (keyset | C._dispatch_tls_local_include_set()) - C._dispatch_tls_local_exclude_set()\n',
              '')]),
+    Mistake('00.walk', 'no_include', 'the include set dropped: a TorchDispatchMode adds keys through it',
+            expect="aten::mm(a, b) inside a TorchDispatchMode: your kernel 1, 'AutogradCPU'",
+            edits=[(('    keyset = (keyset | C._dispatch_tls_local_include_set())'
+               ' - C._dispatch_tls_local_exclude_set()\n'),
+             '    keyset = keyset - C._dispatch_tls_local_exclude_set()\n')]),
+    Mistake('00.walk', 'exclude_then_include', 'the exclude set taken away before the include set is added',
+            expect="_AutoDispatchBelowADInplaceOrView(): your kernel 1, 'ADInplaceOrView'",
+            edits=[(('    keyset = (keyset | C._dispatch_tls_local_include_set())'
+               ' - C._dispatch_tls_local_exclude_set()\n'),
+             ('    keyset = (keyset - C._dispatch_tls_local_exclude_set())'
+              ' | C._dispatch_tls_local_include_set()\n'))]),
+    Mistake('00.walk', 'handrolled_tls', 'the thread-local sets modelled by hand instead of read',
+            expect="aten::mm(a, b) inside a TorchDispatchMode: your kernel 1, 'AutogradCPU'",
+            edits=[(('    keyset = (keyset | C._dispatch_tls_local_include_set())'
+               ' - C._dispatch_tls_local_exclude_set()\n'),
+             ('    for name in ("BackendSelect", "ADInplaceOrView"):\n'
+              '        keyset = keyset | C.DispatchKeySet(getattr(C.DispatchKey, name))\n'
+              '    if not torch.is_autocast_enabled("cpu"):\n'
+              '        keyset = keyset - C.DispatchKeySet(C.DispatchKey.AutocastCPU)\n'
+              '    if torch.is_inference_mode_enabled():\n'
+              '        for name in ("AutogradCPU", "AutogradMeta", "ADInplaceOrView"):\n'
+              '            keyset = keyset - C.DispatchKeySet(getattr(C.DispatchKey, name))\n'))]),
+    Mistake('00.walk', 'math_continues', 'a math kernel treated as a wrapper: the walk goes on below it',
+            expect="aten::linear(a, w): the dispatcher stops before your kernel 2, 'CPU'",
+            edits=[(('            if name in math_kernels:  # it calls other operators, each with a walk of its own\n'
+              '                break\n'),
+             '')]),
+    Mistake('00.walk', 'missing_entry_skipped', 'a key with no entry skipped, as if it were a fallthrough',
+            expect="workbook::add(dense, sparse): the dispatcher stops before your kernel 2, 'CPU'",
+            edits=[(('        if name not in listed:  # no entry: the dispatcher raises "could not run" here\n'
+              '            break\n'),
+             '')]),
+    Mistake('00.walk', 'first_tensor_only', "the first tensor's keys alone, not the union of every tensor's",
+            expect="aten::add.Tensor(dense, sparse): your kernel 2, 'CPU'",
+            edits=[(('    for arg in args:\n'
+              '        for tensor in arg if isinstance(arg, (list, tuple)) else [arg]:'
+              "  # a Tensor[] argument's tensors count too\n"
+              '            if isinstance(tensor, torch.Tensor):\n'
+              '                keyset = keyset | C._dispatch_keys(tensor)\n'),
+             ('    tensors = [arg for arg in args if isinstance(arg, torch.Tensor)]\n'
+              '    if tensors:\n'
+              '        keyset = keyset | C._dispatch_keys(tensors[0])\n'))]),
+    Mistake('00.walk', 'bare_tensors_only', 'bare Tensor arguments alone: a list of tensors brings no keys',
+            expect="aten::cat([a, a]): a list of tensors: after your 0 kernel(s) the dispatcher calls more",
+            edits=[(('    for arg in args:\n'
+              '        for tensor in arg if isinstance(arg, (list, tuple)) else [arg]:'
+              "  # a Tensor[] argument's tensors count too\n"
+              '            if isinstance(tensor, torch.Tensor):\n'
+              '                keyset = keyset | C._dispatch_keys(tensor)\n'),
+             ('    for arg in args:\n'
+              '        if isinstance(arg, torch.Tensor):\n'
+              '            keyset = keyset | C._dispatch_keys(arg)\n'))]),
     # 01.alias_annotations
     Mistake('01.alias_annotations', 'mutation_unmarked', 'clamp_ writes x, and the schema does not say so',
             expect="clamp_: opcheck's test_schema failed",
@@ -163,6 +215,47 @@ MISTAKES = [
             expect='d/dother: None',
             edits=[('        return None, grad, grad  # d(x + other) is grad for both\n',
              '        return None, grad, None\n')]),
+    Mistake('03.inplace_autograd', 'dirty_only_if_requires_grad', 'mark_dirty only when x itself requires grad',
+            expect='add_(t, w), t not requiring grad and w requiring it, returned a new tensor',
+            edits=[("        ctx.mark_dirty(x)  # autograd bumps x's version and moves x's history onto this node\n",
+             ('        if x.requires_grad:\n'
+              '            ctx.mark_dirty(x)\n'))]),
+    Mistake('03.inplace_autograd', 'needs_input_grad_off_by_one', "other's gradient gated on x's needs_input_grad",
+            expect='d/dw: None',
+            edits=[('        return None, grad, grad  # d(x + other) is grad for both\n',
+             '        return None, grad, (grad if ctx.needs_input_grad[1] else None)\n')]),
+    Mistake('03.inplace_autograd', 'leaked_exclude', 'ADInplaceOrView put in the thread-local exclude set for good',
+            expect='the thread-local exclude set had changed (gained ADInplaceOrView)',
+            edits=[(('        torch.ops.exercise.add_.default.redispatch('
+               'keyset & torch._C._after_autograd_keyset, x, other)\n'),
+             ('        torch._C._dispatch_tls_set_dispatch_key_excluded(torch._C.DispatchKey.ADInplaceOrView, True)\n'
+              '        torch.ops.exercise.add_.default.redispatch('
+              'keyset & torch._C._after_autograd_keyset, x, other)\n'))]),
+    Mistake('03.inplace_autograd', 'aten_add', "aten's add_, not the operator's own kernels below autograd",
+            expect="exercise::add_'s CPU kernel did not run",
+            edits=[(('        torch.ops.exercise.add_.default.redispatch('
+               'keyset & torch._C._after_autograd_keyset, x, other)\n'),
+             ('        with torch.no_grad():\n'
+              '            x.add_(other)\n'))]),
+    Mistake('03.inplace_autograd', 'keyset_cpu', 'redispatched to the CPU key alone, whatever the call',
+            expect="exercise::add_'s ADInplaceOrView kernel did not run",
+            edits=[(('        torch.ops.exercise.add_.default.redispatch('
+               'keyset & torch._C._after_autograd_keyset, x, other)\n'),
+             ('        cpu = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)\n'
+              '        torch.ops.exercise.add_.default.redispatch(cpu, x, other)\n'))]),
+    Mistake('03.inplace_autograd', 'skip_ad_inplace_or_view', 'masked past ADInplaceOrView, whose kernel never runs',
+            expect="exercise::add_'s ADInplaceOrView kernel did not run",
+            edits=[(('        torch.ops.exercise.add_.default.redispatch('
+               'keyset & torch._C._after_autograd_keyset, x, other)\n'),
+             ('        torch.ops.exercise.add_.default.redispatch('
+              'keyset & torch._C._after_ADInplaceOrView_keyset, x, other)\n'))]),
+    Mistake('03.inplace_autograd', 'keyset_by_hand', "a keyset of its own, not the call's: meta tensors reach CPU",
+            expect="on meta tensors the kernels below autograd that ran were ['ADInplaceOrView', 'CPU']",
+            edits=[(('        torch.ops.exercise.add_.default.redispatch('
+               'keyset & torch._C._after_autograd_keyset, x, other)\n'),
+             ('        keys = [torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, k))'
+              ' for k in ("ADInplaceOrView", "CPU")]\n'
+              '        torch.ops.exercise.add_.default.redispatch(keys[0] | keys[1], x, other)\n'))]),
     # 04.backward
     Mistake('04.backward', 'ignores_grad', "the derivative alone, not multiplied by the output's gradient",
             expect="Right when the output's gradient is all ones",

@@ -62,9 +62,10 @@ LAYERS: dict[str, list[str]] = {
     # operator registered below autograd.
     "autograd_fallbacks": ["pitfalls/autograd_fallbacks.cpp"],
     "view_below_autograd": ["pitfalls/view_below_autograd.cpp"],
-    # Lesson 04's pitfalls: a wrong backward formula, and a deprecated guard.
+    # Lesson 04's pitfalls: a wrong backward formula, a deprecated guard, and a forward with no guard.
     "wrong_backward": ["pitfalls/wrong_backward.cpp"],
     "deprecated_guard": ["pitfalls/deprecated_guard.cpp"],
+    "forward_without_guard": ["pitfalls/forward_without_guard.cpp"],
     # Lesson 05's pitfall: an autocast kernel without its exclude guard.
     "autocast_no_guard": ["pitfalls/autocast_no_guard.cpp"],
     # Lesson 06's pitfall: a Meta kernel that reads sizes() specializes every dynamic size.

@@ -2,6 +2,7 @@
 see is the file itself. And csrc's Python files, loaded by path as its C++ files are compiled by path."""
 
 import importlib.util
+from pathlib import Path
 from types import ModuleType
 
 from IPython.display import Code
@@ -53,3 +54,17 @@ def module(name: str) -> ModuleType:
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
     return loaded
+
+
+def torch_header(name: str, start: str, stop: str) -> Code:
+    """Lines of one of the installed torch's C++ headers (`name` under torch/include, e.g.
+    "torch/csrc/autograd/custom_function.h"): from the first line that contains `start` to the next line that contains
+    `stop`, both included. The header the reader's own extensions compile against, not a copy."""
+    import torch  # here, not at the top: the rest of this module does not need torch
+
+    lines = (Path(torch.__file__).parent / "include" / name).read_text().splitlines()
+    first = next((i for i, line in enumerate(lines) if start in line), None)
+    if first is None:
+        raise ValueError(f"no line of torch's {name} contains {start!r}")
+    last = next(i for i in range(first + 1, len(lines)) if stop in lines[i])
+    return Code("\n".join(lines[first : last + 1]), language="cpp")

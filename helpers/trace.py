@@ -13,13 +13,17 @@ only the prediction is available):
    *include* set, minus the thread-local *exclude* set (autocast and inference_mode change these).
 2. The op's computed dispatch table: for each key, a kernel, a fallthrough, or nothing.
 3. The walk: take the highest-priority key. A fallthrough is skipped. A kernel is called; if it is
-   a wrapper (autograd, autocast, ...) it hands the call on to the keys after its own, so the walk
-   continues with `keyset & full_after(key)`. A backend kernel (CPU, CUDA, Meta, ...) ends it.
+   a wrapper (autograd, autocast, ...) it hands the call on to the keys after its own (autograd by
+   redispatching; autocast by excluding its key and calling the op again, which reaches the same
+   keys), so the walk continues with `keyset & full_after(key)`. A backend kernel (CPU, CUDA, Meta,
+   ...) ends it, and so does a composite ("math") kernel, whose calls to other ops each walk anew.
    A key with no kernel ends it with the dispatcher's "could not run" error.
 
-Step 3 assumes that every wrapper redispatches to the next key. The workbook's kernels do; torch's
-own may set guards that skip keys (its autograd kernels skip ADInplaceOrView), so for a native
-op read the prediction as "the keys the dispatcher routes through", not a recording.
+Step 3 assumes that every wrapper hands the call on to the next key. The workbook's kernels do; torch's
+own may set thread-local guards that change the walks of the calls made *inside* the kernels below them (its
+autograd kernels set AutoDispatchBelowADInplaceOrView, yet their redispatch keyset, ks & after_autograd_keyset,
+still holds ADInplaceOrView), so for a native op read the prediction as "the keys the dispatcher routes
+through", not a recording.
 
 This file needs only torch, and plot.py only this file and matplotlib: copy the two into your own
 project to trace your own operators (README: "Using this in your own project"). Recording needs
@@ -28,8 +32,8 @@ csrc/trace.h in your kernels and csrc/trace_ops.cpp in your extension.
 What it relies on that torch does not promise: torch._C's private dispatcher functions (_dispatch_keys,
 _dispatch_tls_local_include_set / _exclude_set, _dispatch_keyset_full_after, _dispatch_key_name,
 _dispatch_get_all_op_names, _get_tracing_state / _set_tracing_state), and the text of _dispatch_dump_table, which it
-parses line by line ("Key: kernel [file:line]", "fallthrough"). Tested with torch 2.13 and 2.14 (make test and
-make test TORCH=2.13.0); a torch that changes them fails tests/test_trace.py first.
+parses line by line ("Key: kernel [file:line]", "fallthrough"). Tested with torch 2.13, 2.14 and 2.15 (make test, and
+make test TORCH=2.13.0 or TORCH=2.14.1); a torch that changes them fails tests/test_trace.py first.
 """
 
 from __future__ import annotations

@@ -90,9 +90,15 @@ def test_in_place_add_on_a_view_reaches_the_base(workbook):
     assert torch.equal(other.grad, torch.full((3,), 3.0, dtype=torch.float64))
 
 
-def test_in_place_add_on_a_leaf_that_requires_grad_is_refused(workbook):
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
-        workbook.add_(torch.ones(3, requires_grad=True), torch.ones(3))
+@pytest.mark.parametrize("target", ["leaf", "view of a leaf"])
+def test_in_place_add_on_a_leaf_that_requires_grad_is_refused_before_writing(workbook, target):
+    # As torch's add_ (check_inplace): refused before the write, so the leaf keeps its values and its version.
+    leaf = torch.zeros(2, 3, requires_grad=True)
+    x = leaf if target == "leaf" else leaf[0]
+    with pytest.raises(RuntimeError, match=f"a {'view of a ' if target != 'leaf' else ''}leaf Variable that requires "
+                                           "grad is being used in an in-place operation"):
+        workbook.add_(x, torch.ones(3))
+    assert leaf._version == 0 and not leaf.detach().any()
 
 
 def test_in_place_add_with_nothing_to_record_still_bumps_the_version(workbook):
@@ -129,6 +135,16 @@ def test_forward_skips_ad_inplace_or_view_and_backward_calls_our_kernels(workboo
         forward.result.sum().backward()
     # d a = grad @ b^T and d b = a^T @ grad: two more matmuls, through the dispatcher.
     assert [(e.op, e.key) for e in backward].count(("matmul", "CPU")) == 2
+
+
+@pytest.mark.parametrize("needed", ["self", "other"])
+def test_matmul_backward_computes_only_the_gradients_asked_for(workbook, needed):
+    a, b = (t.detach().requires_grad_(name == needed) for t, name in zip(inputs("matmul"), ("self", "other")))
+    out = workbook.matmul(a, b)
+    with trace.recording() as backward:
+        out.sum().backward()
+    assert [(e.op, e.key) for e in backward].count(("matmul", "CPU")) == 1
+    assert (a.grad is not None, b.grad is not None) == (needed == "self", needed == "other")
 
 
 def test_no_grad_inputs_give_no_graph(workbook):

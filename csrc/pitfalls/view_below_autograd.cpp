@@ -1,9 +1,11 @@
 // A view operator registered below autograd: how `row` looked before csrc/composite.cpp made it
 // CompositeImplicitAutograd. The kernel builds the view with aten::as_strided at
 // CompositeExplicitAutograd, so nothing is registered at the Autograd keys for the operator itself.
-// It "works" in eager mode only through torch's deprecated autograd fallback, which warns on backward
-// (and raises in the fallback's "error" mode, lesson 03); torch.compile refuses it, as functionalization
-// does not support a custom operator whose output aliases an input (lesson 06).
+// It "works" in eager mode only by accident: torch's autograd fallback (which warns on backward) passes
+// the call on with autograd still on, so aten::as_strided inside the kernel records the view and its
+// gradient itself (a fallthrough would do the same, silently; autogradNotImplementedFallback() would
+// switch autograd off below it, lesson 03). torch.compile refuses it, as functionalization does not
+// support a custom operator whose output aliases an input (lesson 03, section 6).
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
 

@@ -2,8 +2,9 @@
 
 Write `kernels(op, *args)`: the dispatch keys whose kernels the dispatcher calls for op(*args), here and now, highest
 priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not helpers.trace. The check
-compares your list with the dispatcher's for aten's and the workbook's operators, on CPU, meta and sparse tensors, and
-inside torch.no_grad(), torch.inference_mode() and torch.autocast("cpu").
+compares your list with the dispatcher's for aten's and the workbook's operators, composite ones included, on CPU, meta
+and sparse tensors, mixed ones and lists of them, and inside torch.no_grad(), torch.inference_mode(),
+torch.autocast("cpu"), a TorchDispatchMode and torch._C._AutoDispatchBelowADInplaceOrView().
 """
 
 import torch
@@ -25,10 +26,13 @@ def is_backend(key) -> bool:
 def kernels(op, *args) -> list[str]:
     keyset = C.DispatchKeySet(C.DispatchKey.Undefined)
     for arg in args:
-        if isinstance(arg, torch.Tensor):
-            keyset = keyset | C._dispatch_keys(arg)
+        for tensor in arg if isinstance(arg, (list, tuple)) else [arg]:  # a Tensor[] argument's tensors count too
+            if isinstance(tensor, torch.Tensor):
+                keyset = keyset | C._dispatch_keys(tensor)
     keyset = (keyset | C._dispatch_tls_local_include_set()) - C._dispatch_tls_local_exclude_set()
     table = C._dispatch_dump_table(name_of(op)).splitlines()
+    listed = {line.split(":")[0] for line in table}  # keys with an entry
+    math_kernels = {line.split(":")[0] for line in table if line.endswith("[math kernel]")}
     path = []
     while (key := keyset.highestPriorityTypeId()) != C.DispatchKey.Undefined:
         name = C._dispatch_key_name(key)
@@ -37,5 +41,9 @@ def kernels(op, *args) -> list[str]:
             path.append(name)
             if is_backend(key):
                 break
+            if name in math_kernels:  # it calls other operators, each with a walk of its own
+                break
+        if name not in listed:  # no entry: the dispatcher raises "could not run" here
+            break
         keyset = keyset & C._dispatch_keyset_full_after(key)
     return path

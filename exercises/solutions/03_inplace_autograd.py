@@ -1,11 +1,13 @@
 """Exercise 03.inplace_autograd (hard): gradients through an in-place operator.
 
-`exercise::add_(Tensor(a!) x, Tensor other) -> Tensor(a!)` adds `other` into `x` and returns `x`; its CPU kernel is
-registered for you. Its Autograd kernel (below, registered for you at the Autograd key, with the call's keyset) applies
-AddInPlace, a torch.autograd.Function, the Python twin of csrc/autograd.cpp's AddInPlace (lesson 03, section 4).
-Write its forward and backward: forward adds `other` into `x` through the operator's kernels below autograd (this
-Autograd kernel must not run again), and tells autograd that `x` was modified in place; after
-`y = x.clone(); add_(y, other)`, backward must give x and other their gradients.
+`exercise::add_(Tensor(a!) x, Tensor other) -> Tensor(a!)` adds `other` into `x` and returns `x`; its CPU and Meta
+kernels, and an ADInplaceOrView kernel that hands the call on, are registered for you. Its Autograd kernel (below,
+registered for you at the Autograd key, with the call's keyset) applies AddInPlace, a torch.autograd.Function, the
+Python twin of csrc/autograd.cpp's AddInPlace (lesson 03, section 4). Write its forward and backward: forward adds
+`other` into `x` through the operator's kernels below autograd (this Autograd kernel must not run again), and tells
+autograd that `x` was modified in place; after `y = x.clone(); add_(y, other)`, backward must give x and other their
+gradients. The check calls it on CPU and meta tensors, also with an `x` that does not require grad, and each call must
+leave the thread's dispatch state as it found it.
 """
 
 import torch
@@ -25,4 +27,8 @@ class AddInPlace(torch.autograd.Function):
 
 
 def autograd_kernel(keyset, x, other):
+    # Refuse as torch's add_ does, before anything is written: Function.apply raises for a leaf marked dirty only after
+    # forward wrote into it and bumped its version (csrc/autograd.cpp's add_ calls torch's check_inplace here).
+    if torch.is_grad_enabled() and x.requires_grad and (x.is_leaf or (x._base is not None and x._base.is_leaf)):
+        raise RuntimeError("a leaf Variable that requires grad (or a view of one) is being used in an in-place operation.")
     return AddInPlace.apply(keyset, x, other)

@@ -587,24 +587,38 @@ def autocast_guard(path: Path) -> Result:
 
 @exercise("06.fake_kernel", "medium")
 def fake_kernel(path: Path) -> Result:
+    def pair(a, b=None):
+        return a, a.clone() if b is None else b  # clone keeps a dense layout (channels_last), and makes a view dense
+
+    channels_last = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    cases = [pair(torch.randn(3, 4)), pair(torch.randn(4, 3, dtype=torch.float64).t()),
+             pair(torch.arange(6, dtype=torch.int32)),
+             pair(channels_last), pair(channels_last, torch.randn(2, 3, 4, 5)),
+             pair(torch.randn(3, 4, 5).permute(1, 2, 0)), pair(torch.randn(4, 1).expand(4, 5)),
+             pair(torch.arange(6, dtype=torch.int32), torch.randn(6))]
     with operator("stack2(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.stack([a, b])) as library:
         torch.library.register_fake("exercise::stack2", load_python(path).fake, lib=library)
         op = torch.ops.exercise.stack2.default
-        cases = [torch.randn(3, 4), torch.randn(4, 3, dtype=torch.float64).t(), torch.arange(6, dtype=torch.int32)]
-        for a in cases:
-            b = a.clone()
-            real, fake = op(a, b), op(a.to("meta"), b.to("meta"))
+        for a, b in cases:
+            inputs = (f"for two {a.dtype} tensors" if a.dtype == b.dtype else f"for a {a.dtype} and a {b.dtype} tensor"
+                      ) + f" of shape {list(a.shape)}"
+            strides = (f"strides {list(a.stride())}" if b.stride() == a.stride() else
+                       f"strides {list(a.stride())} and {list(b.stride())}")
+            real = op(a, b)
+            fake = op(*(torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in (a, b)))
             if (fake.shape, fake.dtype, fake.device.type) != (real.shape, real.dtype, "meta"):
-                return Result(False, f"for two {a.dtype} tensors of shape {list(a.shape)}: your fake kernel gives "
-                                     f"shape {list(fake.shape)}, {fake.dtype} on {fake.device}; the real kernel "
-                                     f"{list(real.shape)}, {real.dtype} (and a fake kernel's output lives where its "
-                                     "inputs do)")
+                return Result(False, f"{inputs}: your fake kernel gives shape {list(fake.shape)}, {fake.dtype} on "
+                                     f"{fake.device}; the real kernel {list(real.shape)}, {real.dtype} (and a fake "
+                                     "kernel's output lives where its inputs do)")
+            if any(size > 1 and ours != theirs for size, ours, theirs in zip(real.shape, fake.stride(), real.stride())):
+                return Result(False, f"{inputs} ({strides}): your fake kernel's output has strides "
+                                     f"{list(fake.stride())}, the real kernel's {list(real.stride())}: compiled code "
+                                     "lays out memory by the fake's strides (lesson 06, sections 1 and 3)")
             results = torch.library.opcheck(op, (a, b), raise_exception=False)
             failed = [test for test, outcome in results.items() if outcome != "SUCCESS"]
             if failed:
-                return Result(False, f"for two {a.dtype} tensors of shape {list(a.shape)} (strides {list(a.stride())}): "
-                                     f"opcheck's {', '.join(failed)} failed: the fake output must match the real one's "
-                                     "shape, dtype, device and strides")
+                return Result(False, f"{inputs} ({strides}): opcheck's {', '.join(failed)} failed: the fake output "
+                                     "must match the real one's shape, dtype, device and strides")
         return Result(True, "shape, dtype, device and strides match the real kernel's, for every input")
 
 
@@ -619,16 +633,31 @@ def vmap_rule(path: Path) -> Result:
 
     with operator("rowsum(Tensor x) -> Tensor", rowsum) as library:
         torch.library.register_vmap("exercise::rowsum", load_python(path).rowsum_rule, lib=library)
-        batch = torch.randn(4, 5, 6)
-        for in_dim in (0, 2):
+        batch, stored = torch.randn(4, 5, 6), torch.randn(5, 4, 6)
+        cases = [(f"the batch in dimension {d} of x", batch.movedim(0, d), d, batch) for d in (0, 2)]
+        cases += [("the batch in dimension 1 of a contiguous x (the batch is not outermost in memory)", stored, 1,
+                   stored.movedim(1, 0)),
+                  ("the batch in dimension 0 of x, each matrix transposed in memory", batch.mT.contiguous().mT, 0,
+                   batch)]
+        for case, x, in_dim, matrices in cases:
             calls.clear()
-            out = torch.vmap(torch.ops.exercise.rowsum, in_dims=in_dim)(batch.movedim(0, in_dim))
-            if out.shape != batch.sum(2).shape or not torch.allclose(out, batch.sum(2)):
-                return Result(False, f"with the batch in dimension {in_dim} of x: wrong result, shape "
-                                     f"{list(out.shape)}, wanted {list(batch.sum(2).shape)}")
+            expected = matrices.sum(2)
+            try:
+                out = torch.vmap(torch.ops.exercise.rowsum, in_dims=in_dim)(x)
+            except Exception as error:  # noqa: BLE001 - the reader's rule may raise anything; that is the diagnosis
+                raised = str(error).splitlines()[0].split(". Use ")[0][:200]  # torch's own advice is the answer
+                return Result(False, f"with {case} (strides {list(x.stride())}): your rule raised "
+                                     f"{type(error).__name__}: {raised}\nA rule gets x with the caller's strides: "
+                                     "its matrices need not lie in memory as one matrix of B * n rows (lesson 06, "
+                                     "section 6).")
+            if out.shape != expected.shape or not torch.allclose(out, expected):
+                return Result(False, f"with {case}: wrong result, shape {list(out.shape)}, wanted "
+                                     f"{list(expected.shape)}")
             if len(calls) != 1:
-                return Result(False, f"right result, but the kernel ran {len(calls)} times for a batch of 4: a rule "
-                                     "should call it once (4 matrices of 5 rows are one matrix of 20 rows)")
+                size, n = expected.shape
+                return Result(False, f"right result, but the kernel ran {len(calls)} times for a batch of {size}: a "
+                                     f"rule should call it once ({size} matrices of {n} rows are one matrix of "
+                                     f"{size * n} rows)")
         return Result(True, f"one call, on shape {list(calls[0])}, wherever the batch dimension is")
 
 
@@ -860,9 +889,23 @@ def served(path: Path) -> Result:
         return Result(True, "calls: " + ", ".join(f"{op} ({server})" for op, server in actual))
     if (i := first_difference(answer, actual)) is not None:
         yours, theirs = answer[i], actual[i]
-        where = (f"your call {i + 1}, {yours[0]!r}, is not the operator whose kernel runs there at PrivateUse1"
-                 if yours[0] != theirs[0] else
-                 f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}")
+        called = {op for op, _ in actual}
+        inside = {event.op for event in events if event.key == "PrivateUse1"} - called  # calls kernels made inside
+        overloads = {op for op in called | inside if op.split(".")[0] == yours[0].split(".")[0]} - {yours[0]}
+        if yours[0] == theirs[0]:
+            where = f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}"
+        elif yours[0] in inside:
+            where = (f"your call {i + 1}, {yours[0]!r}, is not the operator of a call that reaches the device from "
+                     "outside: it runs at PrivateUse1 only inside another operator's kernel, and calls a kernel makes "
+                     "inside don't count")
+        elif overloads and "." not in yours[0].split("::")[-1]:
+            where = (f"your call {i + 1}, {yours[0]!r}, names an operator but not its overload: the dispatcher runs a "
+                     "kernel of one overload, and the trace recorder names it operator.overload (only a default "
+                     "overload goes without one)")
+        elif overloads:
+            where = f"your call {i + 1}, {yours[0]!r}, is another overload than the one called there"
+        else:
+            where = f"your call {i + 1}, {yours[0]!r}, is not the operator whose kernel runs there at PrivateUse1"
     else:
         where = (f"after your {len(answer)} call(s) more reach the device" if len(actual) > len(answer)
                  else f"only {len(actual)} call(s) reach the device from outside")
@@ -875,6 +918,7 @@ def _mul_kernel_problems() -> list[str]:
     generator = torch.Generator().manual_seed(0)
     x, other, row = (torch.randn(shape, generator=generator) for shape in ((4, 5), (4, 5), (5,)))
     problems = []
+    kernel_only = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
     cases = {"two 4 x 5 tensors": (lambda d: d, other),
              "a transposed view as self": (lambda d: d.t(), other.t()),
              "a row that broadcasts": (lambda d: d, row),
@@ -884,8 +928,8 @@ def _mul_kernel_problems() -> list[str]:
         storage = on_device.data_ptr()
         target = view_of(on_device)
         argument = factor if factor.dim() == 0 else factor.to(device.NAME)  # a 0-dim factor stays on the CPU
-        try:
-            target.mul_(argument)
+        try:  # straight to the kernel at PrivateUse1: the autograd kernel above it returns self whatever it returned
+            returned = torch.ops.aten.mul_.Tensor.redispatch(kernel_only, target, argument)
         except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
             problems.append(f"on {case}: your kernel raised {type(error).__name__}: {str(error).splitlines()[0][:160]}")
             continue
@@ -896,6 +940,12 @@ def _mul_kernel_problems() -> list[str]:
             unchanged = torch.equal(on_device.cpu(), x)
             problems.append(f"on {case}: self {'did not change' if unchanged else 'holds the wrong values'}: the "
                             "product must be written into self's own memory, on the device")
+        elif returned is not target:
+            what = (f"a new tensor on {returned.device}" if isinstance(returned, torch.Tensor)
+                    else type(returned).__name__)
+            problems.append(f"on {case}: self holds the product, but your kernel returned {what}, not self: an "
+                            "in-place kernel returns the tensor it wrote into (x.mul_(y) hides this: the autograd "
+                            "kernel above yours returns x whatever yours returns)")
     try:
         x.to(device.NAME).mul_(other)
         problems.append("a 4 x 5 CPU tensor as `other` was accepted: mixed devices must be refused")

@@ -35,6 +35,9 @@ class Mistake:
         return text + solution[done:]
 
 
+FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
+
+
 MISTAKES = [
     # 00.predict_path
     Mistake('00.predict_path', 'ad_inplace_or_view', 'ADInplaceOrView runs for every call',
@@ -318,16 +321,29 @@ MISTAKES = [
     # 06.fake_kernel
     Mistake('06.fake_kernel', 'default_dtype', 'the right shape, in the default dtype and device',
             expect='torch.float32 on cpu',
-            edits=[("    return a.new_empty(2, *a.shape)  # a's dtype and device; new_empty is contiguous, as torch.stack's result\n",
+            edits=[(FAKE_RETURN,
              '    return torch.empty(2, *a.shape)\n')]),
     Mistake('06.fake_kernel', 'expanded', "an expanded view of a's shape: right shape, wrong strides",
             expect='strides',
-            edits=[("    return a.new_empty(2, *a.shape)  # a's dtype and device; new_empty is contiguous, as torch.stack's result\n",
+            edits=[(FAKE_RETURN,
              '    return torch.empty_like(a).unsqueeze(0).expand(2, *a.shape)\n')]),
     Mistake('06.fake_kernel', 'no_new_dimension', "a's shape, without the new first dimension",
             expect='your fake kernel gives shape [3, 4]',
-            edits=[("    return a.new_empty(2, *a.shape)  # a's dtype and device; new_empty is contiguous, as torch.stack's result\n",
+            edits=[(FAKE_RETURN,
              '    return a.new_empty(a.shape)\n')]),
+    Mistake('06.fake_kernel', 'always_contiguous', "new_empty's contiguous result, whatever the inputs' layout",
+            expect="strides [60, 1, 15, 3]): your fake kernel's output has strides [120, 60, 20, 5, 1]",
+            edits=[(FAKE_RETURN, '    return a.new_empty(2, *a.shape)\n')]),
+    Mistake('06.fake_kernel', 'channels_last_for_4d', 'a channels_last result for every 4-D input, even one contiguous',
+            expect="and [60, 20, 5, 1]): your fake kernel's output has strides [120, 60, 1, 15, 3]",
+            edits=[(FAKE_RETURN, ("    if a.dim() == 4:\n"
+                                  "        rows = a.new_empty(2 * a.shape[0], *a.shape[1:])\n"
+                                  "        return rows.to(memory_format=torch.channels_last).view(2, *a.shape)\n"
+                                  "    return a.new_empty(2, *a.shape)\n"))]),
+    Mistake('06.fake_kernel', 'dtype_of_a', "a's dtype, where torch.stack promotes an int32 and a float32 to float32",
+            expect='for a torch.int32 and a torch.float32 tensor of shape [6]: your fake kernel gives shape [2, 6], '
+                   'torch.int32',
+            edits=[(FAKE_RETURN, '    return torch.cat([a, b.to(a.dtype)]).view(2, *a.shape)\n')]),
     # 06.vmap_rule
     Mistake('06.vmap_rule', 'batch_first_assumed', 'the batch taken to be dimension 0, whatever in_dims says',
             expect='with the batch in dimension 2 of x: wrong result',
@@ -349,6 +365,10 @@ MISTAKES = [
              '    batch = x.movedim(in_dims[0], 0)\n'),
             ('    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n',
              '    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 1\n')]),
+    Mistake('06.vmap_rule', 'view_not_reshape', "view, which refuses a batch whose memory isn't laid out as its shape",
+            expect="outermost in memory) (strides [24, 6, 1]): your rule raised RuntimeError: view size is not",
+            edits=[('rowsum(batch.reshape(size * n, m)).reshape(size, n), 0',
+                    'rowsum(batch.view(size * n, m)).view(size, n), 0')]),
     # 07.layer_cost
     Mistake('07.layer_cost', 'always_a_cost', "interleaved and robust, but it never says 'within noise'",
             expect='no layer at all: the same call twice: you report',
@@ -484,6 +504,14 @@ MISTAKES = [
     Mistake('09.served', 'broadcast_needs_the_fallback', 'a broadcasting add thought to need the fallback',
             expect="your call 2, aten::add.Tensor, does reach the device, but is not served by 'fallback'",
             edits=[('    ("aten::add.Tensor", "native"),', '    ("aten::add.Tensor", "fallback"),')]),
+    Mistake('09.served', 'no_overload_name', 'add written without its overload, not as the trace recorder names it',
+            expect="your call 2, 'aten::add', names an operator but not its overload",
+            edits=[('    ("aten::add.Tensor", "native"),', '    ("aten::add", "native"),')]),
+    Mistake('09.served', 'inner_call_counted', "mm's kernel's own allocation listed as a call that reaches the device",
+            expect="your call 2, 'aten::empty_strided', is not the operator of a call that reaches the device from "
+                   "outside: it runs at PrivateUse1 only inside another operator's kernel",
+            edits=[('    ("aten::add.Tensor", "native"),',
+                    '    ("aten::empty_strided", "native"),\n    ("aten::add.Tensor", "native"),')]),
     # 09.inplace_kernel
     Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul_ run on .cpu() copies, as lesson 09's add_on_a_copy",
             expect='self did not change',
@@ -512,4 +540,7 @@ MISTAKES = [
             edits=[(('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n'
                      '        raise RuntimeError(f"mul_: the product\'s type {torch.result_type(self, other)} can\'t be cast to {self.dtype}")\n'),
                     '')]),
+    Mistake('09.inplace_kernel', 'returns_a_new_tensor', 'self written into, but a new CPU tensor returned',
+            expect='on two 4 x 5 tensors: self holds the product, but your kernel returned a new tensor on cpu',
+            edits=[('    return self\n', '    return self.cpu()\n')]),
 ]

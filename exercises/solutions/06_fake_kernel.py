@@ -10,4 +10,10 @@ import torch
 
 
 def fake(a, b):
-    return a.new_empty(2, *a.shape)  # a's dtype and device; new_empty is contiguous, as torch.stack's result
+    if a.dim() == 0:
+        return a.new_empty(2, dtype=torch.result_type(a, b))  # two scalars: a vector of 2, in the promoted dtype
+    # torch.stack([a, b]) is torch.cat([a, b]) viewed with a new first dimension (torch/_refs). On fake tensors cat
+    # computes only the metadata: the promoted dtype (int32 with float32 gives float32), and the layout both inputs
+    # share (channels_last stays channels_last), contiguous when they differ. a.new_empty(2, *a.shape) would always be
+    # contiguous, in a's dtype.
+    return torch.cat([a, b]).view(2, *a.shape)

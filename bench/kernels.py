@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import platform
+import re
+import resource
 import statistics
 
 import torch
@@ -70,6 +72,35 @@ def matmul_rows(dtypes=(torch.float32, torch.float64), sizes=MATMUL_SIZES, min_s
     return rows
 
 
+def page_faults_per_call(fn, calls: int = 5) -> float:
+    """Minor page faults per call of fn(): pages the process wrote or read for the first time since the operating
+    system handed them over (each one traps into the kernel, which maps a zeroed page). resource.getrusage: Unix."""
+    fn()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        fn()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+
+
+def widening_rows(sizes=(1 << 20, 1 << 24), min_sample_time: float = 0.05) -> list[dict]:
+    """torch.sum of int32 (an int64 result) beside the steps torch takes for it: ATen's reductions convert the input to
+    the result's dtype first (make_reduction_from_out_ty in ATen/native/ReduceOpsUtils.h calls self.to(kLong)), then
+    sum. Each step timed, with the memory it faults in per call: `wide.copy_(x)` is the same conversion into a tensor
+    that already exists."""
+    rows = []
+    for n in sizes:
+        x = sample(torch.int32, (n,))
+        wide = torch.empty(n, dtype=torch.int64)
+        steps = {"torch.sum(x)": lambda: torch.sum(x), "x.to(int64)": lambda: x.to(torch.int64),
+                 "wide.copy_(x)": lambda: wide.copy_(x), "torch.sum(wide)": lambda: torch.sum(wide)}
+        for name, step in steps.items():
+            faults = page_faults_per_call(step)
+            milliseconds = seconds(step, min_sample_time=min_sample_time) * 1e3
+            rows.append({"elements": n, "step": name, "ms per call": milliseconds, "page faults": round(faults),
+                         "MB faulted in": faults * resource.getpagesize() / 2**20})
+    return rows
+
+
 def goal_rows(rounds: int = 5) -> list[dict]:
     """Each goal's ratio as the median over `rounds` interleaved rounds (ours, then torch's, each round)."""
     rows = []
@@ -94,6 +125,12 @@ def machine() -> str:
             f"cores: {os.cpu_count()}; threads: {torch.get_num_threads()}")
 
 
+def blas() -> str:
+    """The BLAS library torch was built with (torch.matmul on CPU calls it): BLAS_INFO in torch.__config__.show()."""
+    found = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    return found.group(1) if found else "unknown"
+
+
 def print_table(rows: list[dict]) -> None:
     columns = list(rows[0])
     print("  ".join(f"{c:>16}" for c in columns))
@@ -105,7 +142,7 @@ def main():
     build.load("schemas")
     build.load("cpu")
     print(machine())
-    print(f"build: {toolchain.toolchain().describe()}")
+    print(f"build: {toolchain.toolchain().describe()}; torch's BLAS: {blas()}")
     print("(ratio = torch time / workbook time: above 1, the workbook is faster)\n")
     print_table(goal_rows())
     print()

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from bench import build_times, dispatch_cost
+from bench import build_times, dispatch_cost, kernels
 from bench import device as device_bench
 from bench.timing import Cost
 from helpers import build
@@ -54,3 +54,23 @@ def test_build_times_reads_each_lessons_layers_from_its_load_calls():
 def test_the_device_costs_are_timed_in_one_run():
     micros = device_bench.per_call_micros(size=10, min_sample_time=0.001)
     assert len(micros) == 3 and all(value > 0 for value in micros.values())
+
+
+def test_torch_sum_of_int32_converts_a_copy_of_its_input_to_int64_first():
+    """Lesson 02, section 6: on CPU, torch.sum(int32) -> int64 allocates an int64 copy of its input (aten::_to_copy,
+    from make_reduction_from_out_ty's self.to(kLong)) and sums that; summing in int32 copies nothing."""
+    x = torch.ones(1 << 16, dtype=torch.int32)
+
+    def copied_bytes(fn):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn()
+        return [event.cpu_memory_usage for event in prof.key_averages() if event.key == "aten::_to_copy"]
+
+    assert copied_bytes(lambda: torch.sum(x)) == [x.numel() * 8]
+    assert copied_bytes(lambda: torch.sum(x, dtype=torch.int32)) == []
+
+
+def test_the_widening_steps_are_timed_with_their_page_faults():
+    rows = kernels.widening_rows(sizes=(1 << 10,), min_sample_time=0.001)
+    assert [row["step"] for row in rows] == ["torch.sum(x)", "x.to(int64)", "wide.copy_(x)", "torch.sum(wide)"]
+    assert all(row["ms per call"] > 0 and row["page faults"] >= 0 for row in rows)

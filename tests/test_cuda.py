@@ -13,7 +13,7 @@ import time
 import pytest
 import torch
 
-from helpers import build, paths
+from helpers import build, isolated, paths
 
 CU_FILES = sorted(paths.CSRC.rglob("*.cu"))
 
@@ -289,3 +289,18 @@ def test_second_gpu_runs_on_its_own_device(ops):
     x = make(((1 << 20) + 3,), torch.int64, device="cuda:1")
     assert ops.sum(x).device == x.device
     assert ops.sum(x).item() == x.sum().item()
+
+
+@needs_cuda
+def test_a_host_loop_registered_for_every_key_crashes_on_a_cuda_tensor():
+    """Lesson 02, section 4: the catch-all kernel's CPU loop, given a CUDA tensor, reads a GPU address on the host. On a
+    machine with a discrete GPU that is a segmentation fault, not an error Python could catch (so: a child process)."""
+    done = isolated.run("""
+        import torch
+        from helpers import build
+        build.load("schemas")
+        build.load("catch_all")
+        torch.ops.workbook.sum_everywhere(torch.ones(1 << 20, device="cuda"))
+        print("returned")
+    """)
+    assert done.returncode < 0 and "returned" not in done.stdout, (done.returncode, done.stdout, done.stderr[-1000:])

@@ -4,7 +4,8 @@
     ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 python -m bench.kernels   (AVX2 on an AVX-512 machine)
 
 - sum: GB/s of input read, for workbook::sum and torch.sum, beside a memory copy of the same bytes
-  (the ceiling: a copy reads and writes each byte once, counted as 2 x bytes / time).
+  (a reference, not a ceiling: a copy reads and writes each byte once, counted as 2 x bytes / time;
+  a sum only reads, and can go faster).
 - matmul: GFLOP/s (2 n^3 / time) for workbook::matmul and torch.matmul (a tuned BLAS).
 Each figure is the median of several timed samples after warm-up calls; both sides use the same
 threads (torch.get_num_threads()). The speed goals (GOALS) are judged on ratios measured in interleaved

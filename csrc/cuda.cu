@@ -19,6 +19,7 @@
 //
 // This file needs a CUDA build of torch and a GPU to run (helpers/build.py's "cuda" layer);
 // tests/test_cuda.py compile-checks it with nvcc even where neither is available.
+#include <ATen/Context.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
@@ -190,6 +191,9 @@ at::Tensor sum_all(const at::Tensor& self, c10::ScalarType result_dtype) {
   constexpr const char* op = "workbook::sum";
   const c10::cuda::CUDAGuard guard(self.device());
   const auto stream = c10::cuda::getCurrentCUDAStream();
+  // Float atomics add in whatever order the blocks finish: not bitwise reproducible. Say so, like
+  // torch's own atomic kernels, so that torch.use_deterministic_algorithms(True) raises here.
+  if (at::isFloatingType(self.scalar_type())) at::globalContext().alertNotDeterministic(op);
   const at::Tensor input = self.contiguous();
   const int64_t n = input.numel();
   at::Tensor total;

@@ -177,6 +177,19 @@ def test_sum_empty_is_zero(ops):
 
 
 @needs_cuda
+def test_float_sum_refuses_deterministic_mode_integer_sum_does_not(ops):
+    # The float sum adds with atomics in block order (not reproducible): csrc/cuda.cu's sum_all says so.
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        with pytest.raises(RuntimeError, match="workbook::sum"):
+            ops.sum(make((1000,), torch.float32))
+        assert ops.sum(make((1000,), torch.int32)).item() == make((1000,), torch.int32, "cpu").sum().item()
+    finally:
+        torch.use_deterministic_algorithms(was)
+
+
+@needs_cuda
 def test_sum_runs_on_the_current_stream(ops):
     x = make(((1 << 20) + 3,), torch.int64)
     stream = torch.cuda.Stream()

@@ -1,8 +1,9 @@
 """Exercise 06.vmap_rule (hard): a batching rule that calls the kernel once.
 
 `exercise::rowsum(Tensor x) -> Tensor` sums each row of a 2-D tensor (shape (n, m) -> (n,)); its kernel accepts
-2-D tensors only. torch.vmap over a batch of matrices, shape (B, n, m), needs a rule. The rule below is correct,
-but calls the kernel once per matrix, like vmap's fallback loop. Make it call the kernel once for the whole batch.
+2-D tensors only, of any dtype. torch.vmap over a batch of matrices, shape (B, n, m), needs a rule. The rule
+below is correct, but calls the kernel once per matrix, like vmap's fallback loop. Make it call the kernel once for
+the whole batch.
 
 A rule gets `in_dims` (which dimension of x is the batch) and returns (result, the batch dimension of the result).
 """

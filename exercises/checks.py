@@ -9,6 +9,7 @@ fails, every mistake in mistakes.py fails with the diagnosis it names, and the s
 from __future__ import annotations
 
 import random
+import traceback
 import warnings
 from pathlib import Path
 
@@ -595,17 +596,29 @@ def fake_kernel(path: Path) -> Result:
              pair(torch.arange(6, dtype=torch.int32)),
              pair(channels_last), pair(channels_last, torch.randn(2, 3, 4, 5)),
              pair(torch.randn(3, 4, 5).permute(1, 2, 0)), pair(torch.randn(4, 1).expand(4, 5)),
-             pair(torch.arange(6, dtype=torch.int32), torch.randn(6))]
+             pair(torch.arange(6, dtype=torch.int32), torch.randn(6)),
+             pair(torch.randn(2, 3, 4, 5, 6).to(memory_format=torch.channels_last_3d)),
+             pair(torch.randn(3, 4, dtype=torch.float16), torch.randn(3, 4)),
+             pair(torch.arange(6), torch.arange(6, dtype=torch.int32)), pair(torch.tensor(1.5))]
     with operator("stack2(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.stack([a, b])) as library:
         torch.library.register_fake("exercise::stack2", load_python(path).fake, lib=library)
         op = torch.ops.exercise.stack2.default
         for a, b in cases:
             inputs = (f"for two {a.dtype} tensors" if a.dtype == b.dtype else f"for a {a.dtype} and a {b.dtype} tensor"
-                      ) + f" of shape {list(a.shape)}"
+                      ) + f" of shape {list(a.shape)}" + (" (0-d: two scalars)" if a.dim() == 0 else "")
             strides = (f"strides {list(a.stride())}" if b.stride() == a.stride() else
                        f"strides {list(a.stride())} and {list(b.stride())}")
             real = op(a, b)
-            fake = op(*(torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in (a, b)))
+            try:
+                fake = op(*(torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in (a, b)))
+            except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
+                frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == str(path)]
+                where = f" (line {frames[-1].lineno} of your file)" if frames else ""
+                message = str(error).splitlines()[0][:200] if str(error) else ""
+                return Result(False, f"{inputs}: your fake kernel raised {type(error).__name__}{where}: {message}\n"
+                                     f"The real kernel takes these inputs and returns shape {list(real.shape)}: a fake "
+                                     "kernel must work for every input the real one takes (lesson 06, sections 1 "
+                                     "and 3)")
             if (fake.shape, fake.dtype, fake.device.type) != (real.shape, real.dtype, "meta"):
                 return Result(False, f"{inputs}: your fake kernel gives shape {list(fake.shape)}, {fake.dtype} on "
                                      f"{fake.device}; the real kernel {list(real.shape)}, {real.dtype} (and a fake "
@@ -624,41 +637,86 @@ def fake_kernel(path: Path) -> Result:
 
 @exercise("06.vmap_rule", "hard")
 def vmap_rule(path: Path) -> Result:
-    calls = []
+    calls, returned = [], []
 
     def rowsum(x):
         torch._check(x.dim() == 2, lambda: f"exercise::rowsum: 2-D only, got {x.dim()}-D")
         calls.append(tuple(x.shape))
         return x.sum(1)
 
+    yours = load_python(path).rowsum_rule
+
+    def rule(info, in_dims, x):  # the reader's rule, and what it returned: vmap may raise on it after it returns
+        out = yours(info, in_dims, x)
+        returned.append(out)
+        return out
+
+    def bad_out_dim() -> str | None:
+        """What is wrong with the batch dimension the rule returned, or None."""
+        if not returned or not isinstance(returned[-1], tuple) or len(returned[-1]) != 2:
+            return None
+        out, out_dim = returned[-1]
+        if isinstance(out, torch.Tensor) and not (isinstance(out_dim, int) and -out.dim() <= out_dim < out.dim()):
+            return (f"Your rule returned a result of shape {list(out.shape)} with batch dimension {out_dim!r}, which "
+                    "it does not have: the second value says which dimension of the result holds the batch "
+                    "(lesson 06, section 6).")
+        return None
+
     with operator("rowsum(Tensor x) -> Tensor", rowsum) as library:
-        torch.library.register_vmap("exercise::rowsum", load_python(path).rowsum_rule, lib=library)
+        torch.library.register_vmap("exercise::rowsum", rule, lib=library)
         batch, stored = torch.randn(4, 5, 6), torch.randn(5, 4, 6)
+        exact = 1 + torch.rand(4, 5, 6, dtype=torch.float64) * 1e-6  # float32 keeps about 7 digits of these
         cases = [(f"the batch in dimension {d} of x", batch.movedim(0, d), d, batch) for d in (0, 2)]
         cases += [("the batch in dimension 1 of a contiguous x (the batch is not outermost in memory)", stored, 1,
                    stored.movedim(1, 0)),
                   ("the batch in dimension 0 of x, each matrix transposed in memory", batch.mT.contiguous().mT, 0,
-                   batch)]
+                   batch),
+                  ("an empty batch (B = 0) in dimension 0 of x", torch.randn(0, 5, 6), 0, torch.randn(0, 5, 6)),
+                  ("empty rows (m = 0), the batch in dimension 0 of x", torch.randn(4, 5, 0), 0, torch.randn(4, 5, 0)),
+                  ("float64 matrices, the batch in dimension 0 of x", exact, 0, exact)]
+        first = None
         for case, x, in_dim, matrices in cases:
             calls.clear()
+            returned.clear()
             expected = matrices.sum(2)
             try:
                 out = torch.vmap(torch.ops.exercise.rowsum, in_dims=in_dim)(x)
             except Exception as error:  # noqa: BLE001 - the reader's rule may raise anything; that is the diagnosis
                 raised = str(error).splitlines()[0].split(". Use ")[0][:200]  # torch's own advice is the answer
+                size, n, m = matrices.shape
+                if bad_out_dim():
+                    hint = bad_out_dim()
+                elif "stride" in raised or "contiguous" in raised:
+                    hint = ("A rule gets x with the caller's strides: its matrices need not lie in memory as one "
+                            "matrix of B * n rows (lesson 06, section 6).")
+                elif "reshape" in raised or "is invalid for input of size" in raised:
+                    hint = (f"A size your rule reshapes with does not fit the tensor it reshapes: here B, n, m = "
+                            f"{size}, {n}, {m}, and x has shape {list(x.shape)}, the batch in dimension {in_dim}. Each "
+                            "size must be read from the tensor being reshaped, and fit every batch, an empty one (a "
+                            "size 0) included (lesson 06, section 6).")
+                else:
+                    hint = ("A rule gets x with the batch in dimension in_dims[0], calls the kernel on 2-D tensors, "
+                            "and returns the result with the dimension that holds the batch (lesson 06, section 6).")
                 return Result(False, f"with {case} (strides {list(x.stride())}): your rule raised "
-                                     f"{type(error).__name__}: {raised}\nA rule gets x with the caller's strides: "
-                                     "its matrices need not lie in memory as one matrix of B * n rows (lesson 06, "
-                                     "section 6).")
-            if out.shape != expected.shape or not torch.allclose(out, expected):
-                return Result(False, f"with {case}: wrong result, shape {list(out.shape)}, wanted "
-                                     f"{list(expected.shape)}")
+                                     f"{type(error).__name__}: {raised}\n{hint}")
+            if out.shape != expected.shape or out.dtype != expected.dtype:
+                dtypes = f", {out.dtype}" if out.dtype != expected.dtype else "", f", {expected.dtype}"
+                return Result(False, f"with {case}: wrong result, shape {list(out.shape)}{dtypes[0]}, wanted "
+                                     f"{list(expected.shape)}{dtypes[1] if dtypes[0] else ''}")
+            tolerance = {"rtol": 1e-12, "atol": 0} if x.dtype == torch.float64 else {}
+            if not torch.allclose(out, expected, **tolerance):
+                error = (out - expected).abs().max().item()
+                return Result(False, f"with {case}: wrong result" + (
+                    f", off by up to {error:.3g}: {x.dtype} matrices summed with less precision than their dtype "
+                    "has (lesson 06, section 6)" if tolerance else ""))
             if len(calls) != 1:
                 size, n = expected.shape
                 return Result(False, f"right result, but the kernel ran {len(calls)} times for a batch of {size}: a "
                                      f"rule should call it once ({size} matrices of {n} rows are one matrix of "
                                      f"{size * n} rows)")
-        return Result(True, f"one call, on shape {list(calls[0])}, wherever the batch dimension is")
+            first = first or calls[0]
+        return Result(True, f"one call, on shape {list(first)}, wherever the batch dimension is, for empty batches "
+                            "and float64 too")
 
 
 # ---------------------------------------------------------------------------------------------

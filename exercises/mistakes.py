@@ -36,6 +36,7 @@ class Mistake:
 
 
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
+VMAP_RETURN = 'rowsum(batch.reshape(size * n, m)).reshape(size, n), 0'  # 06.vmap_rule's solution, likewise
 
 
 MISTAKES = [
@@ -344,6 +345,26 @@ MISTAKES = [
             expect='for a torch.int32 and a torch.float32 tensor of shape [6]: your fake kernel gives shape [2, 6], '
                    'torch.int32',
             edits=[(FAKE_RETURN, '    return torch.cat([a, b.to(a.dtype)]).view(2, *a.shape)\n')]),
+    Mistake('06.fake_kernel', 'channels_last_4d_only', 'channels_last kept for 4-D inputs, not channels_last_3d (5-D)',
+            expect="strides [360, 1, 90, 18, 3]): your fake kernel's output has strides [720, 360, 120, 30, 6, 1]",
+            edits=[(FAKE_RETURN, ("    dtype = torch.result_type(a, b)\n"
+                                  "    if a.dim() == 4 and all(t.is_contiguous(memory_format=torch.channels_last)\n"
+                                  "                            and not t.is_contiguous() for t in (a, b)):\n"
+                                  "        rows = a.new_empty(2 * a.shape[0], *a.shape[1:], dtype=dtype)\n"
+                                  "        return rows.to(memory_format=torch.channels_last).view(2, *a.shape)\n"
+                                  "    return a.new_empty(2, *a.shape, dtype=dtype)\n"))]),
+    Mistake('06.fake_kernel', 'floating_one_wins', "a's dtype if floating, else b's: float16 and float32 give float16",
+            expect='for a torch.float16 and a torch.float32 tensor of shape [3, 4]: your fake kernel gives shape '
+                   '[2, 3, 4], torch.float16',
+            edits=[(FAKE_RETURN, ("    dtype = a.dtype if a.dtype.is_floating_point else b.dtype\n"
+                                  "    return torch.cat([a.to(dtype), b.to(dtype)]).view(2, *a.shape)\n"))]),
+    Mistake('06.fake_kernel', 'first_size_read', 'a.size(0) read, which a 0-d input (a scalar) does not have',
+            expect='of shape [] (0-d: two scalars): your fake kernel raised IndexError',
+            edits=[(("    if a.dim() == 0:\n"
+                     "        return a.new_empty(2, dtype=torch.result_type(a, b))  "
+                     "# two scalars: a vector of 2, in the promoted dtype\n"),
+                    ""),
+                   (FAKE_RETURN, "    return torch.cat([a, b]).view(2, a.size(0), *a.shape[1:])\n")]),
     # 06.vmap_rule
     Mistake('06.vmap_rule', 'batch_first_assumed', 'the batch taken to be dimension 0, whatever in_dims says',
             expect='with the batch in dimension 2 of x: wrong result',
@@ -369,6 +390,19 @@ MISTAKES = [
             expect="outermost in memory) (strides [24, 6, 1]): your rule raised RuntimeError: view size is not",
             edits=[('rowsum(batch.reshape(size * n, m)).reshape(size, n), 0',
                     'rowsum(batch.view(size * n, m)).view(size, n), 0')]),
+    Mistake('06.vmap_rule', 'out_dim_of_input', "the input's batch dimension returned as the result's",
+            expect='Your rule returned a result of shape [4, 5] with batch dimension 2',
+            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(size * n, m)).reshape(size, n), in_dims[0]')]),
+    Mistake('06.vmap_rule', 'row_length_of_x', "the row length read from x's last dimension: the batch's, when last",
+            expect='does not fit the tensor it reshapes: here B, n, m = 4, 5, 6, and x has shape [5, 6, 4]',
+            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(-1, x.shape[-1])).reshape(size, -1), 0')]),
+    Mistake('06.vmap_rule', 'inferred_sizes', 'reshape(-1, m): no size can be inferred from 0 elements',
+            expect='with an empty batch (B = 0) in dimension 0 of x (strides [30, 6, 1]): your rule raised '
+                   'RuntimeError: cannot reshape tensor of 0 elements',
+            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(-1, m)).reshape(size, -1), 0')]),
+    Mistake('06.vmap_rule', 'float32_sum', 'summed in float32 and cast back: float64 loses precision',
+            expect='with float64 matrices, the batch in dimension 0 of x: wrong result, off by up to',
+            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(size * n, m).float()).reshape(size, n).to(x.dtype), 0')]),
     # 07.layer_cost
     Mistake('07.layer_cost', 'always_a_cost', "interleaved and robust, but it never says 'within noise'",
             expect='no layer at all: the same call twice: you report',

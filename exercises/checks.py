@@ -974,49 +974,105 @@ def served(path: Path) -> Result:
 def _mul_kernel_problems() -> list[str]:
     """What a kernel for aten::mul_.Tensor at PrivateUse1 must do on the device: [] when it does."""
     generator = torch.Generator().manual_seed(0)
-    x, other, row = (torch.randn(shape, generator=generator) for shape in ((4, 5), (4, 5), (5,)))
+    x, other, row, columns = (torch.randn(shape, generator=generator) for shape in ((4, 5), (4, 5), (5,), (5, 4)))
     problems = []
     kernel_only = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
-    cases = {"two 4 x 5 tensors": (lambda d: d, other),
-             "a transposed view as self": (lambda d: d.t(), other.t()),
-             "a row that broadcasts": (lambda d: d, row),
-             "a 0-dim CPU tensor (a scalar)": (lambda d: d, torch.tensor(3.0))}
-    for case, (view_of, factor) in cases.items():
-        on_device = x.to(device.NAME)
-        storage = on_device.data_ptr()
-        target = view_of(on_device)
-        argument = factor if factor.dim() == 0 else factor.to(device.NAME)  # a 0-dim factor stays on the CPU
-        try:  # straight to the kernel at PrivateUse1: the autograd kernel above it returns self whatever it returned
-            returned = torch.ops.aten.mul_.Tensor.redispatch(kernel_only, target, argument)
-        except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
-            problems.append(f"on {case}: your kernel raised {type(error).__name__}: {str(error).splitlines()[0][:160]}")
+    grad_mode = torch.is_grad_enabled()
+
+    def grad_mode_left(case: str) -> None:  # grad mode is thread-local state: a kernel that changes it must restore it
+        if torch.is_grad_enabled() != grad_mode:
+            if not any("grad mode was left" in problem for problem in problems):
+                problems.append(f"after your kernel ran ({case}), grad mode was left "
+                                f"{'on' if torch.is_grad_enabled() else 'off'}, where it was "
+                                f"{'on' if grad_mode else 'off'} before the call: a kernel that changes thread-local "
+                                "state must restore it, or every later call runs changed (lesson 00, section 2)")
+            torch.set_grad_enabled(grad_mode)
+
+    strided_other = ("self holds the wrong values, though they were right with a contiguous `other`: `other` is a "
+                     "transposed view here, and its elements were not read where its strides put them")
+    near = ("self holds values near the product but not those aten's mul_ writes (at {at}: {got} for {want}): the "
+            "product was computed, or `other` rounded, in another dtype than aten computes self * other in")
+    # (self on the CPU, the view of it the kernel gets, other, what to say when the values are wrong)
+    cases = {"two 4 x 5 tensors": (x, lambda d: d, other, None),
+             "a transposed view as self": (x, lambda d: d.t(), other.t().contiguous(), None),
+             "a row that broadcasts": (x, lambda d: d, row, None),
+             "a 0-dim CPU tensor (a scalar)": (x, lambda d: d, torch.tensor(3.0), None)}
+    more = {"a transposed view as `other`": (x, lambda d: d, columns.t(), strided_other),
+            "two float64 tensors": (x.double() / 3, lambda d: d, other.double() / 7, near),
+            "two int64 tensors with values near 2**40": (torch.arange(20).view(4, 5) + 2**40 + 1,
+                                                         lambda d: d, torch.arange(20).view(4, 5) % 3 + 1, near),
+            "a float16 self times a float32 other": (torch.arange(1000.0, 1020.0).view(4, 5).half(), lambda d: d,
+                                                     torch.full((4, 5), 1.0003), near)}
+    for group in (cases, more):
+        if problems:  # the harder cases once the plain ones pass
+            break
+        for case, (base, view_of, factor, wrong) in group.items():
+            on_device = base.to(device.NAME)
+            storage = on_device.data_ptr()
+            target = view_of(on_device)
+            argument = factor if factor.dim() == 0 else factor.to(device.NAME)  # a 0-dim factor stays on the CPU
+            try:  # straight to the kernel at PrivateUse1: the autograd kernel above it returns self whatever
+                returned = torch.ops.aten.mul_.Tensor.redispatch(kernel_only, target, argument)
+            except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
+                problems.append(f"on {case}: your kernel raised {type(error).__name__}: "
+                                f"{str(error).splitlines()[0][:160]}")
+                grad_mode_left(f"on {case}")
+                continue
+            grad_mode_left(f"on {case}")
+            expected = view_of(base.clone()).mul_(factor)
+            values = target.cpu()
+            if on_device.data_ptr() != storage:
+                problems.append(f"on {case}: self's memory was replaced, not written into")
+            elif values.dtype != expected.dtype or not torch.equal(values, expected):
+                unchanged = torch.equal(on_device.cpu(), base)
+                if wrong is near and not torch.allclose(values.double(), expected.double(), rtol=1e-2):
+                    wrong = None  # not a rounding: far from the product
+                if wrong and (wrong is near or not unchanged):  # a rounding may leave self as it was
+                    at = next(zip(*torch.nonzero(values != expected, as_tuple=True)), ())
+                    at = tuple(int(i) for i in at)
+                    problems.append(f"on {case}: " + wrong.format(at=list(at), got=values[at].item(),
+                                                                  want=expected[at].item()))
+                else:
+                    problems.append(f"on {case}: self {'did not change' if unchanged else 'holds the wrong values'}: "
+                                    "the product must be written into self's own memory, on the device")
+            elif returned is not target:
+                what = (f"a new tensor on {returned.device}" if isinstance(returned, torch.Tensor)
+                        else type(returned).__name__)
+                problems.append(f"on {case}: self holds the product, but your kernel returned {what}, not self: an "
+                                "in-place kernel returns the tensor it wrote into (x.mul_(y) hides this: the autograd "
+                                "kernel above yours returns x whatever yours returns)")
+    # Refusals: each must raise, and leave self as it was.
+    refusals = [("a 4 x 5 CPU tensor as `other`", x, other,
+                 "a 4 x 5 CPU tensor as `other` was accepted: mixed devices must be refused"),
+                ("a (1,)-shaped CPU tensor as `other`", x, torch.tensor([3.0]),
+                 "a (1,)-shaped CPU tensor as `other` was accepted: it holds one element but is not 0-dim, and mixed "
+                 "devices must be refused"),
+                ("an int64 self times a float32 other", torch.arange(6), torch.full((6,), 0.5), None),
+                ("a uint8 self times a float32 other", torch.arange(6, dtype=torch.uint8), torch.full((6,), 0.5), None),
+                ("an int16 self times a 0-dim CPU 2.5", torch.arange(6, dtype=torch.int16), torch.tensor(2.5), None),
+                ("a bool self times an int64 other", torch.arange(6) % 2 == 0, torch.arange(6), None),
+                ("a float32 self times a complex64 other", torch.ones(6), torch.full((6,), 1j), None)]
+    for what, base, factor, accepted in refusals:
+        target = base.to(device.NAME)
+        argument = factor if factor.dim() == 0 or what.endswith("CPU tensor as `other`") else factor.to(device.NAME)
+        try:
+            target.mul_(argument)
+        except RuntimeError as error:
+            grad_mode_left(f"on {what}")
+            if accepted and "other" not in str(error):
+                problems.append(f"a CPU `other` was refused, but the error does not name it: "
+                                f"{str(error).splitlines()[0]}")
+                break
+            if not torch.equal(target.cpu(), base):
+                problems.append(f"{what} was refused, but only after your kernel had changed self (self became "
+                                f"{target.cpu().tolist()}): a refused call must leave self as it was")
+                break
             continue
-        expected = view_of(x.clone()).mul_(factor)
-        if on_device.data_ptr() != storage:
-            problems.append(f"on {case}: self's memory was replaced, not written into")
-        elif not torch.allclose(target.cpu(), expected):
-            unchanged = torch.equal(on_device.cpu(), x)
-            problems.append(f"on {case}: self {'did not change' if unchanged else 'holds the wrong values'}: the "
-                            "product must be written into self's own memory, on the device")
-        elif returned is not target:
-            what = (f"a new tensor on {returned.device}" if isinstance(returned, torch.Tensor)
-                    else type(returned).__name__)
-            problems.append(f"on {case}: self holds the product, but your kernel returned {what}, not self: an "
-                            "in-place kernel returns the tensor it wrote into (x.mul_(y) hides this: the autograd "
-                            "kernel above yours returns x whatever yours returns)")
-    try:
-        x.to(device.NAME).mul_(other)
-        problems.append("a 4 x 5 CPU tensor as `other` was accepted: mixed devices must be refused")
-    except RuntimeError as error:
-        if "other" not in str(error):
-            problems.append(f"a CPU `other` was refused, but the error does not name it: {str(error).splitlines()[0]}")
-    integers = torch.arange(6).to(device.NAME)
-    try:
-        integers.mul_(torch.full((6,), 0.5).to(device.NAME))
-        problems.append(f"an int64 self times a float32 other was accepted (self became {integers.cpu().tolist()}): "
-                        "self can't hold the float product, and aten's in-place operators refuse it")
-    except RuntimeError:
-        pass
+        grad_mode_left(f"on {what}")
+        problems.append(accepted or f"{what} was accepted (self became {target.cpu().tolist()}): self can't hold "
+                                    f"the {torch.result_type(base, argument)} product, and aten's in-place operators "
+                                    "refuse it")
+        break
     if not problems:
         leaf = x.to(device.NAME).requires_grad_()
         factor = other.to(device.NAME).requires_grad_()

@@ -35,6 +35,8 @@ class Mistake:
         return text + solution[done:]
 
 
+MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self's own "
+            "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
 VMAP_RETURN = 'rowsum(batch.reshape(size * n, m)).reshape(size, n), 0'  # 06.vmap_rule's solution, likewise
 
@@ -577,4 +579,39 @@ MISTAKES = [
     Mistake('09.inplace_kernel', 'returns_a_new_tensor', 'self written into, but a new CPU tensor returned',
             expect='on two 4 x 5 tensors: self holds the product, but your kernel returned a new tensor on cpu',
             edits=[('    return self\n', '    return self.cpu()\n')]),
+    Mistake('09.inplace_kernel', 'one_element_cpu_other', 'any one-element CPU other let through as a scalar, not only '
+            'a 0-dim one, and the product computed on the CPU',
+            expect='a (1,)-shaped CPU tensor as `other` was accepted',
+            edits=[('(other.is_cpu and other.dim() == 0)', '(other.is_cpu and other.numel() == 1)'),
+                   (MUL_COPY, '    self.copy_(self.cpu() * other.cpu())\n')]),
+    Mistake('09.inplace_kernel', 'cast_check_by_hand', 'can_cast replaced by "an int32/int64 self and a '
+            'floating other"',
+            expect='a uint8 self times a float32 other was accepted',
+            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
+                    '    if self.dtype in (torch.int32, torch.int64) and other.is_floating_point():\n')]),
+    Mistake('09.inplace_kernel', 'writes_before_the_cast_check', 'the product written into self, then can_cast checked',
+            expect='was refused, but only after your kernel had changed self',
+            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
+                    '    self.copy_(self * other)\n'
+                    '    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n'),
+                   (MUL_COPY, '')]),
+    Mistake('09.inplace_kernel', 'computes_in_float32', 'the product computed in float32 whatever the dtypes',
+            expect='on two float64 tensors: self holds values near the product',
+            edits=[(MUL_COPY, '    self.copy_(self.float() * other.float())\n')]),
+    Mistake('09.inplace_kernel', 'casts_other_first', "other cast to self's dtype before the product: rounded twice",
+            expect='on a float16 self times a float32 other: self holds values near the product',
+            edits=[(MUL_COPY, '    self.copy_(self * other.to(self.dtype))\n')]),
+    Mistake('09.inplace_kernel', 'reads_other_as_contiguous', "other's elements read as if it were contiguous",
+            expect='on a transposed view as `other`: self holds the wrong values, though they were right',
+            edits=[(MUL_COPY, '    self.copy_(self * other.as_strided(other.shape, other.contiguous().stride()))\n')]),
+    Mistake('09.inplace_kernel', 'cast_check_on_device_only', 'can_cast checked only for an other on the device: a CPU '
+            'scalar goes unchecked', expect='an int16 self times a 0-dim CPU 2.5 was accepted',
+            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
+                    '    if other.device == self.device and not torch.can_cast(torch.result_type(self, other), '
+                    'self.dtype):\n')]),
+    Mistake('09.inplace_kernel', 'grad_mode_left_off', 'grad mode turned off in the kernel, and never restored',
+            expect='grad mode was left off',
+            edits=[('    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n',
+                    '    torch.set_grad_enabled(False)\n'
+                    '    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n')]),
 ]

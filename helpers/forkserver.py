@@ -126,8 +126,8 @@ def _text(file) -> str:
 
 def _serve(address: str) -> None:
     # Ctrl-C in a terminal, or a Jupyter kernel's interrupt or shutdown, reaches the whole process group: the server
-    # lives until its stdin closes, not until an interrupt (it printed a KeyboardInterrupt traceback and died). Each child
-    # takes Python's usual handler back (_execute).
+    # lives until its stdin closes, not until an interrupt (it printed a KeyboardInterrupt traceback and died). Each
+    # child takes Python's usual handler back (_execute).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     # The path appears only once the socket listens (start() waits for it): bound and listening under another name,

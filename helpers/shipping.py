@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,16 +145,24 @@ def run_python(code: str, site: Path | None = None, check: bool = True, venv: Pa
     return done.stdout + ("" if check else done.stderr)
 
 
+@contextmanager
+def _saved_samples():
+    """The sample inputs of every operator (samples.every_op, with and without gradients), saved to a file that a fresh
+    Python reads with torch.load (what csrc/package/workbook_ops/check.py takes); removed afterwards."""
+    cases = SHIPPING / f"opcheck_samples_{os.getpid()}.pt"
+    torch.save({grad: samples.every_op(requires_grad=grad) for grad in (False, True)}, cases)
+    try:
+        yield cases
+    finally:
+        cases.unlink()
+
+
 def opcheck_installed(site: Path, venv: Path | None = None) -> str:
     """The installed package's own check (csrc/package/workbook_ops/check.py), run in a fresh Python that sees only
     `site` and torch (this process's, or `venv`'s), on the sample inputs of every operator (samples.every_op);
     returns what it printed."""
-    cases = SHIPPING / f"opcheck_samples_{os.getpid()}.pt"
-    torch.save({grad: samples.every_op(requires_grad=grad) for grad in (False, True)}, cases)
-    try:
+    with _saved_samples() as cases:
         return run_python(f"from workbook_ops.check import main; main({str(cases)!r})", site, venv=venv)
-    finally:
-        cases.unlink()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,12 +206,9 @@ def abi_outcome(package: str, built_with: Path, run_under: Path) -> AbiOutcome:
     site = install(wheel)
     record = SHIPPING / f"abi_{_hash([wheel], torch_version=installed_torch(run_under))}.txt"
     if not record.exists():
-        cases = SHIPPING / f"abi_samples_{os.getpid()}.pt"
-        torch.save({grad: samples.every_op(requires_grad=grad) for grad in (False, True)}, cases)
-        try:
-            printed = run_python(_ABI_PROGRAMS[package].replace("SAMPLES_PATH", repr(str(cases))), site, check=False, venv=run_under)
-        finally:
-            cases.unlink()
+        with _saved_samples() as cases:
+            program = _ABI_PROGRAMS[package].replace("SAMPLES_PATH", repr(str(cases)))
+            printed = run_python(program, site, check=False, venv=run_under)
         record.with_suffix(f".{os.getpid()}").write_text(printed)
         record.with_suffix(f".{os.getpid()}").replace(record)
     printed = record.read_text()
@@ -227,7 +233,8 @@ def changed_headers(venv: Path) -> tuple[list[str], int]:
     """torch's C++ headers (torch/include) that differ between this torch and the one in `venv`, and how many the two
     have in common: what code compiled against one of them took from torch, inline, unseen by the dynamic loader."""
     here, there = TORCH_DIR / "include", next(venv.glob("lib/python3*/site-packages/torch/include"))
-    common = sorted({p.relative_to(here) for p in here.rglob("*.h")} & {p.relative_to(there) for p in there.rglob("*.h")})
+    common = sorted({p.relative_to(here) for p in here.rglob("*.h")}
+                    & {p.relative_to(there) for p in there.rglob("*.h")})
     return [str(path) for path in common if (here / path).read_bytes() != (there / path).read_bytes()], len(common)
 
 

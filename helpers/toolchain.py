@@ -82,10 +82,10 @@ CAPABILITY_FLAGS = {
 
 # at::parallel_for is a header template built on `#pragma omp parallel`: without -fopenmp, _OPENMP is
 # undefined, so is INTRA_OP_PARALLEL (ATen/ParallelOpenMP.h), and at::parallel_for compiles its serial
-# branch (ATen/Parallel-inl.h): "parallel" kernels run on one thread, with no warning. This probe library must compile with
-# -fopenmp and load into this process: g++'s calls resolve to the libgomp torch already loaded (one
-# OpenMP runtime in the process); clang's need its own runtime, libomp, linked in. Apple clang has
-# no -fopenmp, and Debian's clang has no omp.h until libomp-dev is installed.
+# branch (ATen/Parallel-inl.h): "parallel" kernels run on one thread, with no warning. This probe
+# library must compile with -fopenmp and load into this process: g++'s calls resolve to the libgomp
+# torch already loaded (one OpenMP runtime in the process); clang's need its own runtime, libomp,
+# linked in. Apple clang has no -fopenmp, and Debian's clang has no omp.h until libomp-dev is installed.
 OPENMP_PROBE = """
 #include <omp.h>
 extern "C" int workbook_openmp_threads() {

@@ -63,7 +63,8 @@ def test_a_kernel_registered_again_replaces_the_old_one_and_warns_at_most_once_p
     # filtered out (torch/_native/__init__.py, the same in 2.13, 2.14 and 2.15; the override registers only when
     # triton_utils finds a CUDA build and Triton), so no later override warns. Measured: 2.13.0+cpu warns once,
     # 2.14.1+cu130 and 2.15.0+cu132 (both with Triton) never. aten's sin and cos have C++ CPU and Meta kernels, which a
-    # Python registration overrides through the same registerKernel. In a process of its own: the overrides must not outlive the test.
+    # Python registration overrides through the same registerKernel. In a process of its own: the overrides must not
+    # outlive the test.
     from helpers import isolated
 
     done = isolated.run("""

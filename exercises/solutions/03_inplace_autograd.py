@@ -30,5 +30,6 @@ def autograd_kernel(keyset, x, other):
     # Refuse as torch's add_ does, before anything is written: Function.apply raises for a leaf marked dirty only after
     # forward wrote into it and bumped its version (csrc/autograd.cpp's add_ calls torch's check_inplace here).
     if torch.is_grad_enabled() and x.requires_grad and (x.is_leaf or (x._base is not None and x._base.is_leaf)):
-        raise RuntimeError("a leaf Variable that requires grad (or a view of one) is being used in an in-place operation.")
+        raise RuntimeError("a leaf Variable that requires grad (or a view of one) is being used in an in-place "
+                           "operation.")
     return AddInPlace.apply(keyset, x, other)

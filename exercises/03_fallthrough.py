@@ -2,8 +2,9 @@
 
 `exercise::count_odd(Tensor x) -> Tensor` counts the odd elements of an integer tensor; its CPU and Meta kernels are
 registered for you. Integers have no gradient, so autograd has nothing to do for it, yet every call goes through
-torch's autograd fallback, on every device. Make the dispatcher skip autograd for it, on every backend (lesson 03).
-`lib` is the torch.library.Library("exercise", "FRAGMENT") to register with.
+torch's autograd fallback, on every device. Make the dispatcher skip autograd for it, on every backend (lesson 03),
+and leave its kernels below autograd as they are. `lib` is the torch.library.Library("exercise", "FRAGMENT") to
+register with. The check calls it on CPU and meta tensors, and reads its dispatch table at every backend's Autograd key.
 """
 
 import torch

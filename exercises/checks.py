@@ -263,6 +263,27 @@ def meta_kernel(path: Path) -> Result:
 # 03: fallthroughs and in-place operators
 
 
+def _autograd_keys() -> list[str]:
+    """The runtime keys the Autograd alias stands for: one per backend, AutogradOther and AutogradNestedTensor."""
+    keys = {key for name, key in torch._C.DispatchKey.__members__.items()
+            if name.startswith("Autograd") and key != torch._C.DispatchKey.AutogradFunctionality
+            and not torch._C._dispatch_is_alias_key(key)
+            and torch._C._dispatch_is_included_in_alias(key, torch._C.DispatchKey.Autograd)}
+    return [torch._C._dispatch_key_name(key) for key in sorted(keys, key=lambda key: key.value)]
+
+
+def _fallthrough_ran(error: BaseException) -> str | None:
+    """torch's internal assert for a redispatch whose keyset starts at a key the operator only falls through, told
+    plainly; None for any other error."""
+    if "fallthrough_kernel was executed" not in str(error):
+        return None
+    return ("torch stopped at a check of its own (\"fallthrough_kernel was executed\", which it reports as a bug in "
+            "torch): a redispatch was handed a keyset whose highest key holds only a fallthrough for this operator. "
+            "The dispatcher skips fallthroughs when it computes a call's keyset; a redispatch runs whatever sits at "
+            "the highest key of the keyset it is given. A tensor's own keys (torch._C._dispatch_keys) include such "
+            "keys (ADInplaceOrView, AutocastCPU).\nLook again at lesson 03, section 3: which keyset a kernel hands on.")
+
+
 @exercise("03.fallthrough", "easy")
 def fallthrough(path: Path) -> Result:
     def count_odd(x):
@@ -270,25 +291,44 @@ def fallthrough(path: Path) -> Result:
 
     with operator("count_odd(Tensor x) -> Tensor", count_odd) as library:
         library.impl("count_odd", lambda x: torch.empty((), dtype=torch.int64, device="meta"), "Meta")
+        op = torch.ops.exercise.count_odd
+        before = trace.dispatch_table(op)
         load_python(path).register(library)
+        table = trace.dispatch_table(op)
         problems = []
+        hint = ("\nLook again at lesson 03, section 2: how an operator tells the dispatcher that a key has nothing to "
+                "do for it, on every backend.")
+        changed = [key for key in {**before, **table}
+                   if not key.startswith(("Autograd", "Undefined")) and table.get(key) != before.get(key)]
+        if changed:
+            shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+            problems.append(f"your registration changed count_odd's entries at keys outside autograd ({shown}): the "
+                            "kernels below autograd must stay as they were")
         for device in ("cpu", "meta"):
             x = torch.arange(10, dtype=torch.int32, device=device)
             try:
-                result = torch.ops.exercise.count_odd(x)
+                result = op(x)
             except (RuntimeError, NotImplementedError) as error:
+                if told := _fallthrough_ran(error):
+                    return Result(False, f"on a {device} tensor, {told}{hint}")
                 problems.append(f"count_odd no longer runs on {device}: {str(error).splitlines()[0][:160]}")
                 continue
             if device == "cpu" and result.item() != 5:
                 problems.append("count_odd no longer counts right")
             autograd_key = "AutogradCPU" if device == "cpu" else "AutogradMeta"
-            steps = {step.key: step.status for step in trace.predict(torch.ops.exercise.count_odd, x)}
-            if steps.get(autograd_key) != "fallthrough":
-                problems.append(f"on a {device} tensor the path is {' -> '.join(call_path(torch.ops.exercise.count_odd, x))}:"
-                                f" at {autograd_key}, torch's autograd fallback still runs")
-        hint = ("\nLook again at lesson 03, section 2: how an operator tells the dispatcher that a key has nothing to do "
-                "for it, on every backend.")
-        return Result(not problems, "\n".join(problems) + hint if problems else "Autograd skipped on CPU and meta tensors")
+            step = next(step for step in trace.predict(op, x) if step.key == autograd_key)
+            if step.status == "fallthrough":
+                continue
+            what = ("a kernel of yours runs on every call (it may hand the call on, but the dispatcher still calls it)"
+                    if step.entry and step.entry.kind == "autograd kernel" else "torch's autograd fallback still runs")
+            problems.append(f"on a {device} tensor the path is {' -> '.join(call_path(op, x))}: at {autograd_key}, "
+                            f"{what}")
+        not_skipped = [key for key in _autograd_keys() if key not in ("AutogradCPU", "AutogradMeta")
+                       and not (key in table and table[key].fallthrough)]
+        if not_skipped:
+            problems.append(f"for other backends' tensors autograd is not skipped, at {', '.join(not_skipped)}")
+        return Result(not problems, "\n".join(problems) + hint if problems else
+                      f"autograd skipped at all {len(_autograd_keys())} Autograd keys, CPU and meta tensors included")
 
 
 class _StateLeft(Exception):

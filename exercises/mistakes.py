@@ -205,6 +205,30 @@ MISTAKES = [
             expect="at AutogradMeta, torch's autograd fallback still runs",
             edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
              '    lib.impl("count_odd", torch.library.fallthrough_kernel, "AutogradCPU")\n')]),
+    Mistake('03.fallthrough', 'cpu_and_meta', 'AutogradCPU and AutogradMeta only: the other backends keep the fallback',
+            expect="for other backends' tensors autograd is not skipped, at AutogradOther, AutogradNestedTensor, "
+                   "AutogradCUDA",
+            edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
+                    '    for key in ("AutogradCPU", "AutogradMeta"):\n'
+                    '        lib.impl("count_odd", torch.library.fallthrough_kernel, key)\n')]),
+    Mistake('03.fallthrough', 'composite_implicit', 'the fallthrough at CompositeImplicitAutograd: backends without a '
+            'kernel lose theirs, CPU and meta keep the fallback',
+            expect="your registration changed count_odd's entries at keys outside autograd",
+            edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
+                    '    lib.impl("count_odd", torch.library.fallthrough_kernel, "CompositeImplicitAutograd")\n')]),
+    Mistake('03.fallthrough', 'redispatching_kernel', 'a kernel at Autograd that hands the call on: still called',
+            expect="at AutogradCPU, a kernel of yours runs on every call",
+            edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
+                    '    op = torch.ops.exercise.count_odd.default\n'
+                    '    lib.impl("count_odd", lambda keyset, x: op.redispatch(keyset & torch._C._after_autograd_keyset, '
+                    'x),\n             "Autograd", with_keyset=True)\n')]),
+    Mistake('03.fallthrough', 'tensor_keyset', "a kernel that hands the call on with the tensor's own keys",
+            expect='on a cpu tensor, torch stopped at a check of its own ("fallthrough_kernel was executed"',
+            edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
+                    '    op = torch.ops.exercise.count_odd.default\n'
+                    '    below = torch._C._after_autograd_keyset\n'
+                    '    lib.impl("count_odd", lambda keyset, x: op.redispatch(torch._C._dispatch_keys(x) & below, x),\n'
+                    '             "Autograd", with_keyset=True)\n')]),
     # 03.inplace_autograd
     Mistake('03.inplace_autograd', 'calls_itself', 'forward calls the operator from the top, back into this kernel',
             expect='RecursionError',

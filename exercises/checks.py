@@ -272,16 +272,18 @@ def _autograd_keys() -> list[str]:
     return [torch._C._dispatch_key_name(key) for key in sorted(keys, key=lambda key: key.value)]
 
 
-def _fallthrough_ran(error: BaseException) -> str | None:
-    """torch's internal assert for a redispatch whose keyset starts at a key the operator only falls through, told
-    plainly; None for any other error."""
-    if "fallthrough_kernel was executed" not in str(error):
+def _redispatch_refused(error: BaseException) -> str | None:
+    """torch's internal assert for a redispatch handed a keyset that no call computes, told plainly; None for any
+    other error."""
+    if "INTERNAL ASSERT" not in str(error):
         return None
-    return ("torch stopped at a check of its own (\"fallthrough_kernel was executed\", which it reports as a bug in "
-            "torch): a redispatch was handed a keyset whose highest key holds only a fallthrough for this operator. "
-            "The dispatcher skips fallthroughs when it computes a call's keyset; a redispatch runs whatever sits at "
-            "the highest key of the keyset it is given. A tensor's own keys (torch._C._dispatch_keys) include such "
-            "keys (ADInplaceOrView, AutocastCPU).\nLook again at lesson 03, section 3: which keyset a kernel hands on.")
+    return ("torch stopped at an internal check of its own (which it reports as a bug in torch): a redispatch was "
+            "handed a keyset the dispatcher never computes for a call here. A redispatch runs whatever sits at the highest key of the "
+            "keyset it is given, even a fallthrough: the dispatcher skips those only when it computes a call's "
+            "keyset. A tensor's own keys (torch._C._dispatch_keys) hold keys an operator may only fall through "
+            "(AutocastCPU; ADInplaceOrView, where it has no kernel there), and a mask (torch._C._after_autograd_keyset) holds every backend's keys "
+            "and PythonDispatcher, the highest key of all.\nLook again at lesson 03, section 3: which keyset a kernel "
+            "hands on.")
 
 
 @exercise("03.fallthrough", "easy")
@@ -309,7 +311,7 @@ def fallthrough(path: Path) -> Result:
             try:
                 result = op(x)
             except (RuntimeError, NotImplementedError) as error:
-                if told := _fallthrough_ran(error):
+                if told := _redispatch_refused(error):
                     return Result(False, f"on a {device} tensor, {told}{hint}")
                 problems.append(f"count_odd no longer runs on {device}: {str(error).splitlines()[0][:160]}")
                 continue
@@ -475,6 +477,10 @@ def inplace_autograd(path: Path) -> Result:
                                  "must reach the CPU kernel below autograd (lesson 03, section 3: redispatch)")
         except _StateLeft as left:
             return Result(False, str(left))
+        except RuntimeError as error:
+            if told := _redispatch_refused(error):
+                return Result(False, told)
+            raise
         if not torch.equal(z, torch.ones(3)):
             problems.append("under torch.no_grad() add_ no longer adds")
         elif z._version == 0:

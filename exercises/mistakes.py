@@ -223,7 +223,7 @@ MISTAKES = [
                     '    lib.impl("count_odd", lambda keyset, x: op.redispatch(keyset & torch._C._after_autograd_keyset, '
                     'x),\n             "Autograd", with_keyset=True)\n')]),
     Mistake('03.fallthrough', 'tensor_keyset', "a kernel that hands the call on with the tensor's own keys",
-            expect='on a cpu tensor, torch stopped at a check of its own ("fallthrough_kernel was executed"',
+            expect='on a cpu tensor, torch stopped at an internal check of its own',
             edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
                     '    op = torch.ops.exercise.count_odd.default\n'
                     '    below = torch._C._after_autograd_keyset\n'
@@ -232,7 +232,8 @@ MISTAKES = [
     # 03.inplace_autograd
     Mistake('03.inplace_autograd', 'calls_itself', 'forward calls the operator from the top, back into this kernel',
             expect='RecursionError',
-            edits=[(('        # The call below autograd: the keys after Autograd (ADInplaceOrView, then the backend) run, ours does not.\n'
+            edits=[(('        # The call below autograd: the keys after Autograd (ADInplaceOrView, then the backend) run, '
+                     'ours does not.\n'
               '        torch.ops.exercise.add_.default.redispatch(keyset & torch._C._after_autograd_keyset, x, other)\n'
               "        ctx.mark_dirty(x)  # autograd bumps x's version and moves x's history onto this node\n"),
              ('        torch.ops.exercise.add_.default(x, other)\n'
@@ -286,6 +287,16 @@ MISTAKES = [
              ('        keys = [torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, k))'
               ' for k in ("ADInplaceOrView", "CPU")]\n'
               '        torch.ops.exercise.add_.default.redispatch(keys[0] | keys[1], x, other)\n'))]),
+    Mistake('03.inplace_autograd', 'tensor_keyset', "the tensor's own keys handed on: AutocastCPU, a fallthrough, first",
+            expect='torch stopped at an internal check of its own',
+            edits=[(('        torch.ops.exercise.add_.default.redispatch('
+                     'keyset & torch._C._after_autograd_keyset, x, other)\n'),
+                    '        torch.ops.exercise.add_.default.redispatch(torch._C._dispatch_keys(x), x, other)\n')]),
+    Mistake('03.inplace_autograd', 'mask_alone', "the mask alone handed on, not the call's keyset: PythonDispatcher first",
+            expect='torch stopped at an internal check of its own',
+            edits=[(('        torch.ops.exercise.add_.default.redispatch('
+                     'keyset & torch._C._after_autograd_keyset, x, other)\n'),
+                    '        torch.ops.exercise.add_.default.redispatch(torch._C._after_autograd_keyset, x, other)\n')]),
     # 04.backward
     Mistake('04.backward', 'ignores_grad', "the derivative alone, not multiplied by the output's gradient",
             expect="Right when the output's gradient is all ones",

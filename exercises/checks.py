@@ -494,26 +494,73 @@ def inplace_autograd(path: Path) -> Result:
 # 04: backward formulas and redispatch
 
 
+def _values(values: torch.Tensor) -> list[float]:
+    """A tensor's values to 4 significant digits, as a diagnosis prints them (1e-110 stays 1e-110)."""
+    return [float(f"{value:.4g}") for value in values.tolist()]
+
+
+# 04.backward's samples: (what, x, the output's gradient). The first is the one a wrong formula fails first; zeros and
+# the ends of each dtype's range (where x ** 3 under- or overflows) are where a formula that holds "almost
+# everywhere" fails, and gradcheck never tries them.
+_CUBE_SAMPLES = [
+    ("float64", [0.5, -1.0, 2.0], [1.0, -2.0, 0.5], torch.float64),
+    ("float64, zeros", [0.0, 3.0, -0.0, -0.25], [1.0, 1.0, -2.0, 4.0], torch.float64),
+    ("float32, zeros", [0.5, -1.0, 0.0, 2.0], [1.0, -2.0, 3.0, 0.5], torch.float32),
+    ("float64, the ends of its range", [1e-110, -1e105, 3.0], [1.0, 2.0, 1.0], torch.float64),
+    ("float32, the ends of its range", [1e-15, -1e13, 3.0], [1.0, 2.0, 1.0], torch.float32),
+]
+
+
 @exercise("04.backward", "medium")
 def backward(path: Path) -> Result:
     answer = load_python(path)
     with operator("cube(Tensor x) -> Tensor", lambda x: x**3) as library:
         torch.library.register_autograd("exercise::cube", answer.backward, setup_context=answer.setup_context,
                                         lib=library)
-        x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
-        grad_output = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
-        (grad,) = torch.autograd.grad(torch.ops.exercise.cube(x), x, grad_output)
-        expected = grad_output * 3 * x.detach() ** 2
-        if not torch.allclose(grad, expected):
-            ones = torch.autograd.grad(torch.ops.exercise.cube(x), x, torch.ones(3, dtype=torch.float64))[0]
-            right_for_ones = torch.allclose(ones, 3 * x.detach() ** 2)
-            return Result(False, f"d/dx at {x.detach().tolist()} for the output gradient {grad_output.tolist()}: yours "
-                                 f"{[round(v, 4) for v in grad.tolist()]}, right {[round(v, 4) for v in expected.tolist()]}"
-                                 + ("\nRight when the output's gradient is all ones, wrong for others: what does "
-                                    "backward receive, and what must it do with it? (lesson 04, section 1)"
-                                    if right_for_ones else ""))
-        ok = torch.autograd.gradcheck(torch.ops.exercise.cube, (x,), raise_exception=False)
-        return Result(ok, "gradcheck passed" if ok else "gradcheck failed")
+        cube = torch.ops.exercise.cube
+        for i, (what, values, grad_values, dtype) in enumerate(_CUBE_SAMPLES):
+            what = f"{what}: " if i else ""  # the first sample's diagnosis, as lesson 04 stores it for the skeleton
+            x = torch.tensor(values, dtype=dtype, requires_grad=True)
+            grad_output = torch.tensor(grad_values, dtype=dtype)
+            given, before = grad_output.clone(), x.detach().clone()  # what the check hands over, kept apart
+            (grad,) = torch.autograd.grad(cube(x), x, grad_output)
+            if not torch.equal(grad_output, given):
+                return Result(False, f"{what}your backward wrote into the gradient it received (the output's "
+                                     f"gradient {_values(given)} became {_values(grad_output)}). That tensor is "
+                                     "autograd's: add's backward hands the same one to both its inputs, and after "
+                                     ".sum() it is an expanded view that an in-place write refuses (lesson 04, "
+                                     "section 3: what a backward receives).")
+            if not torch.equal(x.detach(), before):
+                return Result(False, f"{what}your backward changed x itself (from {_values(before)} to "
+                                     f"{_values(x.detach())}): a saved input is the caller's tensor, not a copy")
+            expected = (given.double() * 3 * before.double() ** 2).to(dtype)
+            if torch.allclose(grad, expected, rtol=1e-5, atol=0):
+                continue
+            diagnosis = (f"{what}d/dx at {_values(before)} for the output gradient {_values(given)}: yours "
+                         f"{_values(grad)}, right {_values(expected)}")
+            if i > 0:
+                return Result(False, diagnosis + "\nRight on the first sample, wrong on this one: a formula must hold "
+                                                 "at every x, 0 and the ends of the dtype's range included, and "
+                                                 "gradcheck only tries the inputs it is given (lesson 04, section 2).")
+            ones = torch.autograd.grad(cube(x), x, torch.ones_like(given))[0]
+            right_for_ones = torch.allclose(ones, 3 * before**2)
+            return Result(False, diagnosis + ("\nRight when the output's gradient is all ones, wrong for others: "
+                                              "what does backward receive, and what must it do with it? (lesson 04, "
+                                              "section 1)" if right_for_ones else ""))
+        matrix = torch.tensor([[0.5, -1.0, 2.0], [0.0, 1.5, -3.0]], dtype=torch.float64, requires_grad=True)
+        try:  # .sum()'s backward hands on a gradient expanded from one number: strides (0, 0)
+            cube(matrix).sum().backward()
+        except RuntimeError as error:
+            return Result(False, f"through .sum() of a 2 x 3 x, whose backward hands on an expanded gradient: "
+                                 f"RuntimeError: {str(error).splitlines()[0][:200]}\n(lesson 04, section 3: what a "
+                                 "backward receives)")
+        if not torch.allclose(matrix.grad, 3 * matrix.detach() ** 2):
+            return Result(False, f"through .sum() of a 2 x 3 x: d/dx {matrix.grad.tolist()}, right "
+                                 f"{(3 * matrix.detach() ** 2).tolist()}")
+        x = torch.tensor(_CUBE_SAMPLES[0][1], dtype=torch.float64, requires_grad=True)
+        ok = torch.autograd.gradcheck(cube, (x,), raise_exception=False)
+        return Result(ok, "right at every sample, float64 and float32, zeros included; gradcheck passed" if ok
+                      else "gradcheck failed")
 
 
 @exercise("04.redispatch", "hard")

@@ -311,6 +311,29 @@ MISTAKES = [
             expect='d/dx at [0.5, -1.0, 2.0]',
             edits=[('    return grad * 3 * x * x\n',
              '    return grad * 2 * x\n')]),
+    Mistake('04.backward', 'through_the_output', 'the derivative from the saved output, 3 * out / x: nan at x = 0',
+            expect='float64, zeros: d/dx at [0.0, 3.0, -0.0, -0.25] for the output gradient [1.0, 1.0, -2.0, 4.0]: '
+                   'yours [nan',
+            edits=[('    ctx.save_for_backward(x)\n', '    ctx.save_for_backward(x, output)\n'),
+                   (('    (x,) = ctx.saved_tensors\n'
+                     '    return grad * 3 * x * x\n'),
+                    ('    x, out = ctx.saved_tensors\n'
+                     '    return grad * 3 * out / x\n'))]),
+    Mistake('04.backward', 'output_but_zero_guarded', '3 * out / x, with 0 where x is 0: x ** 3 under- and overflows',
+            expect='float64, the ends of its range: d/dx at [1e-110, -1e+105, 3.0]',
+            edits=[('def setup_context(ctx, inputs, output):\n',
+                    'import torch\n\n\ndef setup_context(ctx, inputs, output):\n'),
+                   ('    ctx.save_for_backward(x)\n', '    ctx.save_for_backward(x, output)\n'),
+                   (('    (x,) = ctx.saved_tensors\n'
+                     '    return grad * 3 * x * x\n'),
+                    ('    x, out = ctx.saved_tensors\n'
+                     '    return torch.where(x == 0, 0.0, grad * 3 * out / x)\n'))]),
+    Mistake('04.backward', 'writes_into_grad', "the output's gradient multiplied in place: autograd's tensor, changed",
+            expect='your backward wrote into the gradient it received (the output\'s gradient [1.0, -2.0, 0.5] became',
+            edits=[('    return grad * 3 * x * x\n', '    return grad.mul_(3 * x * x)\n')]),
+    Mistake('04.backward', 'writes_into_x', 'x squared in place: the caller\'s x changes',
+            expect='your backward changed x itself',
+            edits=[('    return grad * 3 * x * x\n', '    return grad * 3 * x.mul_(x)\n')]),
     # 04.redispatch
     Mistake('04.redispatch', 'cpu_only', "a redispatch straight to CPU, whatever the tensor's device",
             expect='on a meta tensor',

@@ -334,12 +334,20 @@ def fallthrough(path: Path) -> Result:
 
 
 class _StateLeft(Exception):
-    """A call of exercise::add_ came back with the thread's include or exclude set changed."""
+    """A call came back with the thread's include or exclude set changed."""
+
+
+def _runtime_keys_in(keyset: torch._C.DispatchKeySet) -> list[str]:
+    """The runtime keys a keyset holds, each backend's own: AutogradCPU and AutogradMeta, where trace.key_names names
+    one key per kind of key."""
+    keys = {torch._C._dispatch_key_name(key): key for key in torch._C.DispatchKey.__members__.values()
+            if not torch._C._dispatch_is_alias_key(key) and torch._C.DispatchKeySet(key).highestPriorityTypeId() == key}
+    return [name for name, key in keys.items() if "Undefined" not in name
+            and keyset & torch._C.DispatchKeySet(key) == torch._C.DispatchKeySet(key)]
 
 
 def _watching_dispatch_state(op):
     """op, called with the thread-local include and exclude sets compared before and after each call."""
-    from helpers.trace import key_names
 
     def call(*args):
         before = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
@@ -349,12 +357,14 @@ def _watching_dispatch_state(op):
             after = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
             for name, old, new in zip(("include", "exclude"), before, after):
                 if old != new:
-                    gained, lost = key_names(new - old), key_names(old - new)
+                    gained = [key for key in _runtime_keys_in(new) if key not in _runtime_keys_in(old)]
+                    lost = [key for key in _runtime_keys_in(old) if key not in _runtime_keys_in(new)]
                     change = "; ".join(f"{what} {', '.join(keys)}" for what, keys in (("gained", gained),
                                        ("lost", lost)) if keys)
-                    raise _StateLeft(f"after a call of add_ the thread-local {name} set had changed ({change}): "
-                                     "every later call on this thread walks a different keyset.\nLook again at lesson "
-                                     "03, section 3: the guard, and how long what it changes lasts.")
+                    raise _StateLeft(f"after a call of {op._schema.name.split('::')[-1]} the thread-local {name} set "
+                                     f"had changed ({change}): every later call on this thread walks a different "
+                                     "keyset.\nLook again at lesson 03, section 3: the guard, and how long what it "
+                                     "changes lasts.")
 
     return call
 
@@ -563,52 +573,94 @@ def backward(path: Path) -> Result:
                       else "gradcheck failed")
 
 
+def _recording_mode():
+    """A TorchDispatchMode that runs every operator call reaching it (at the Python key, below autocast and autograd)
+    and records it in .calls as (operator, the dtypes of its tensor arguments)."""
+    from torch.utils._python_dispatch import TorchDispatchMode  # here: the module is only needed by a few checks
+
+    class Recording(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls: list[tuple[str, list[torch.dtype]]] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.calls.append((str(func), [a.dtype for a in args if isinstance(a, torch.Tensor)]))
+            return func(*args, **(kwargs or {}))
+
+    return Recording()
+
+
+_PASSING_ON = "lesson 03, section 3: passing the call on, in C++ and in Python."
+
+
 @exercise("04.redispatch", "hard")
 def redispatch(path: Path) -> Result:
-    calls = []
+    from contextlib import nullcontext
 
-    def scale2(x):
-        calls.append("CPU")
-        return x * 2
+    ran = []
 
-    def scale2_meta(x):
-        calls.append("Meta")
-        return torch.empty_like(x)
+    def kernel(key: str):  # the kernels below autograd, each recording that it ran
+        def run(x):
+            ran.append(key)
+            return torch.empty_like(x) if key == "Meta" else x * 2
+        return run
 
-    with operator("scale2(Tensor x) -> Tensor", scale2) as library:
-        library.impl("scale2", scale2_meta, "Meta")
+    with operator("scale2(Tensor x) -> Tensor", kernel("CPU")) as library:
+        library.impl("scale2", kernel("Meta"), "Meta")
+        library.impl("scale2", kernel("SparseCPU"), "SparseCPU")
         answer = load_python(path)
         library.impl("scale2", answer.autograd_kernel, "Autograd", with_keyset=True)
-        op = torch.ops.exercise.scale2.default
-        x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
-        try:
-            out = op(x)
-        except RecursionError:
-            extra = (" torch.no_grad() turns off recording, not the Autograd key (lesson 00, section 2)."
-                     if mentions(path, r"no_grad") else "")
-            return Result(False, "the call came back to your Autograd kernel again and again (RecursionError): it calls "
-                                 "the operator from the top of the keyset, where Autograd is still the first key." + extra
-                                 + "\nLook again at lesson 03, section 3: passing the call on, in C++ and in Python.")
-        problems = []
-        if not torch.equal(out.detach(), x.detach() * 2) or calls != ["CPU"]:
-            problems.append(f"scale2(x) gave {out.detach().tolist()}, with the CPU kernel called {len(calls)} time(s)")
-        if out.grad_fn is None:
-            problems.append("the output has no grad_fn: nothing was recorded")
-        else:
-            (grad,) = torch.autograd.grad(out.sum(), x)
-            if not torch.equal(grad, torch.full((3,), 2.0)):
-                problems.append(f"gradient {grad.tolist()}, should be [2, 2, 2]")
-        meta = torch.empty(3, device="meta", requires_grad=True)
-        calls.clear()
-        try:
-            op(meta)
-            if calls != ["Meta"]:
-                problems.append(f"on a meta tensor your call ran the {' and '.join(calls) or 'no'} kernel(s), not the "
-                                "Meta kernel: the call below autograd must keep the call's own backend")
-        except (RuntimeError, NotImplementedError) as error:
-            problems.append(f"on a meta tensor: {type(error).__name__}: {str(error).splitlines()[0][:200]}. The call "
-                            "below autograd must keep the call's own backend")
-        return _problems(problems, "below autograd, once, on the call's own backend, with a gradient")
+        op = _watching_dispatch_state(torch.ops.exercise.scale2.default)
+        values = torch.tensor([1.0, -2.0, 3.0])
+        # (what, the input, the context the call runs in, the kernel below autograd that must run)
+        cases = [("a CPU tensor that requires grad", lambda: values.clone().requires_grad_(), nullcontext, "CPU"),
+                 ("the same call again", lambda: values.clone().requires_grad_(), nullcontext, "CPU"),
+                 ("a CPU tensor that does not require grad", values.clone, nullcontext, "CPU"),
+                 ("a meta tensor", lambda: torch.empty(3, device="meta", requires_grad=True), nullcontext, "Meta"),
+                 ("a sparse CPU tensor", lambda: values.to_sparse().requires_grad_(), nullcontext, "SparseCPU"),
+                 ("a CPU tensor, inside a TorchDispatchMode", lambda: values.clone().requires_grad_(), _recording_mode,
+                  "CPU")]
+        for what, make, context, key in cases:
+            x = make()
+            ran.clear()
+            try:
+                with context() as mode:
+                    out = op(x)
+            except RecursionError:
+                extra = (" torch.no_grad() turns off recording, not the Autograd key (lesson 00, section 2)."
+                         if mentions(path, r"no_grad") else "")
+                return Result(False, f"on {what}: the call came back to your Autograd kernel again and again "
+                                     "(RecursionError): it calls the operator from the top of the keyset, where "
+                                     f"Autograd is still the first key.{extra}\nLook again at {_PASSING_ON}")
+            except _StateLeft as left:
+                return Result(False, f"on {what}: {left}")
+            except (RuntimeError, NotImplementedError) as error:
+                if told := _redispatch_refused(error):
+                    return Result(False, f"on {what}: {told}")
+                return Result(False, f"on {what}: {type(error).__name__}: {str(error).splitlines()[0][:200]}. The "
+                                     f"call below autograd must keep the call's own backend.\nLook again at "
+                                     f"{_PASSING_ON}")
+            if ran != [key]:
+                return Result(False, f"on {what} your call ran the {' and '.join(ran) or 'no'} kernel(s) below "
+                                     f"autograd, not the {key} kernel once: the call below autograd must run once, on "
+                                     f"the call's own backend.\nLook again at {_PASSING_ON}")
+            if mode is not None and "exercise.scale2.default" not in [op for op, _ in mode.calls]:
+                return Result(False, f"on {what} the mode never saw scale2: the keyset your call below autograd was "
+                                     "handed lacks the keys the thread-local include set adds to the call's (the "
+                                     "mode's Python key).\nLook again at lesson 00, section 2 (thread-local state), "
+                                     f"and {_PASSING_ON}")
+            if out.device.type == "meta":
+                continue
+            if not torch.equal(out.detach().to_dense(), values * 2):
+                return Result(False, f"on {what}: scale2(x) gave {out.detach().to_dense().tolist()}")
+            if x.requires_grad and out.grad_fn is None:
+                return Result(False, f"on {what}: the output has no grad_fn: nothing was recorded")
+            if x.requires_grad:
+                (grad,) = torch.autograd.grad(out.to_dense().sum(), x)
+                if not torch.equal(grad.to_dense(), torch.full((3,), 2.0)):
+                    return Result(False, f"on {what}: gradient {grad.to_dense().tolist()}, should be [2, 2, 2]")
+        return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse), the mode's key kept, "
+                            "with a gradient")
 
 
 # ---------------------------------------------------------------------------------------------

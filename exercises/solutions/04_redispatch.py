@@ -2,8 +2,10 @@
 
 `exercise::scale2(Tensor x) -> Tensor` returns 2 * x; its CPU and Meta kernels are registered for you. Its Autograd
 kernel is written in Python (below, registered at the Autograd key with the call's keyset: lesson 03, section 3, says
-how, in C++ and in Python). As written, Scale2's forward calls the operator again, and the call comes back to the Autograd kernel,
-forever. Fix forward so that the call runs the operator's kernels below autograd, once, on the call's own backend.
+how, in C++ and in Python). As written, Scale2's forward calls the operator again, and the call comes back to the
+Autograd kernel, forever. Fix forward so that the call runs the operator's kernels below autograd, once, on the call's
+own backend. The check calls it on CPU, meta and sparse tensors, with and without requires_grad, twice, and inside a
+TorchDispatchMode, which must see the call; each call must leave the thread's dispatch state as it found it.
 """
 
 import torch

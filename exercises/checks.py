@@ -278,12 +278,12 @@ def _redispatch_refused(error: BaseException) -> str | None:
     if "INTERNAL ASSERT" not in str(error):
         return None
     return ("torch stopped at an internal check of its own (which it reports as a bug in torch): a redispatch was "
-            "handed a keyset the dispatcher never computes for a call here. A redispatch runs whatever sits at the highest key of the "
-            "keyset it is given, even a fallthrough: the dispatcher skips those only when it computes a call's "
-            "keyset. A tensor's own keys (torch._C._dispatch_keys) hold keys an operator may only fall through "
-            "(AutocastCPU; ADInplaceOrView, where it has no kernel there), and a mask (torch._C._after_autograd_keyset) holds every backend's keys "
-            "and PythonDispatcher, the highest key of all.\nLook again at lesson 03, section 3: which keyset a kernel "
-            "hands on.")
+            "handed a keyset the dispatcher never computes for a call here. A redispatch runs whatever sits at the "
+            "highest key of the keyset it is given, even a fallthrough: the dispatcher skips those only when it "
+            "computes a call's keyset. A tensor's own keys (torch._C._dispatch_keys) hold keys an operator may only "
+            "fall through (AutocastCPU; ADInplaceOrView, where it has no kernel there), and a mask "
+            "(torch._C._after_autograd_keyset) holds every backend's keys and PythonDispatcher, the highest key of "
+            "all.\nLook again at lesson 03, section 3: which keyset a kernel hands on.")
 
 
 @exercise("03.fallthrough", "easy")
@@ -346,7 +346,8 @@ def _runtime_keys_in(keyset: torch._C.DispatchKeySet) -> list[str]:
             and keyset & torch._C.DispatchKeySet(key) == torch._C.DispatchKeySet(key)]
 
 
-def _watching_dispatch_state(op):
+def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the guard, and how long what it changes "
+                                                       "lasts."):
     """op, called with the thread-local include and exclude sets compared before and after each call."""
 
     def call(*args):
@@ -363,8 +364,7 @@ def _watching_dispatch_state(op):
                                        ("lost", lost)) if keys)
                     raise _StateLeft(f"after a call of {op._schema.name.split('::')[-1]} the thread-local {name} set "
                                      f"had changed ({change}): every later call on this thread walks a different "
-                                     "keyset.\nLook again at lesson 03, section 3: the guard, and how long what it "
-                                     "changes lasts.")
+                                     f"keyset.\nLook again at {where_to_look}")
 
     return call
 
@@ -416,7 +416,7 @@ def _inplace_calls(op, ran: list[str]) -> list[str]:
         elif returned is not ym or ym.grad_fn is None:
             problems.append("on meta tensors add_ did not hand back its first argument with a history")
     if not problems:
-        args = (torch.randn(3, dtype=torch.float64, requires_grad=True), torch.randn(3, dtype=torch.float64, requires_grad=True))
+        args = tuple(torch.randn(3, dtype=torch.float64, requires_grad=True) for _ in range(2))
         if not torch.autograd.gradcheck(lambda a, b: op(a.clone(), b), args, raise_exception=False):
             problems.append("gradcheck failed")
     return problems
@@ -667,41 +667,91 @@ def redispatch(path: Path) -> Result:
 # 05: autocast
 
 
-def _mm2(a, b):
-    torch._check(a.dtype == b.dtype, lambda: f"exercise::mm2: dtypes {a.dtype} and {b.dtype} differ")
-    return a @ b
+_MM2_RECURSION = ("your AutocastCPU kernel calls mm2 again while AutocastCPU is still in the call's keyset, so the "
+                  "dispatcher sends the call back to the same kernel, again and again.\nLook again at lesson 05, "
+                  "section 4 (why the guard) and section 7 (from Python).")
 
 
-@exercise("05.register_autocast", "easy")
+def _register_autocast_crash(path: Path) -> str:
+    """Why 05.register_autocast's process died: a kernel of the reader's that calls mm2 again, most likely."""
+    return f"A stack overflow, if {_MM2_RECURSION}"
+
+
+def _dtype_names(dtypes, between: str = " and ") -> str:
+    return between.join(str(dtype).removeprefix("torch.") for dtype in dtypes)
+
+
+@exercise("05.register_autocast", "easy", on_crash=_register_autocast_crash)
 def register_autocast(path: Path) -> Result:
-    with operator("mm2(Tensor a, Tensor b) -> Tensor", _mm2):
+    received = []  # the dtypes each call of mm2's CPU kernel received
+
+    def mm2(a, b):
+        received.append((a.dtype, b.dtype))
+        torch._check(a.dtype == b.dtype, lambda: f"exercise::mm2: dtypes {a.dtype} and {b.dtype} differ")
+        return a @ b
+
+    with operator("mm2(Tensor a, Tensor b) -> Tensor", mm2):
         library = torch.library.Library("exercise", "IMPL")
         load_python(path).register(library)
+        op = _watching_dispatch_state(torch.ops.exercise.mm2.default,
+                                      "lesson 05, section 4: the guard, and how long what it changes lasts.")
         activation, weight = torch.randn(2, 3), torch.randn(3, 4).to(torch.bfloat16)
-        try:
-            with torch.autocast("cpu"):
-                out = torch.ops.exercise.mm2(activation, weight)
-        except RuntimeError as error:
-            return Result(False, f"inside autocast, mm2(float32, bfloat16) raised: {str(error).splitlines()[0]}\n"
-                                 "Nothing cast the inputs: the call went past AutocastCPU to the CPU kernel as it was.")
-        if out.dtype != torch.bfloat16:
-            return Result(False, f"inside autocast mm2 returned {out.dtype}: a matrix product runs in the region's "
-                                 "lower precision (lesson 05)")
+
+        def call(where: str, a, b, dtype: torch.dtype) -> str | None:
+            """mm2(a, b): None when it ran the CPU kernel once, on inputs of `dtype`, and returned their product."""
+            what = f"{where}, mm2({_dtype_names((a.dtype, b.dtype), ', ')})"
+            received.clear()
+            try:
+                out = op(a, b)
+            except RecursionError:
+                return f"{what} raised RecursionError: {_MM2_RECURSION}"
+            except _StateLeft as left:
+                return f"{what}: {left}"
+            except RuntimeError as error:
+                if received and torch._C._dispatch_has_kernel_for_dispatch_key("exercise::mm2", "AutocastCPU"):
+                    why = (f"Your AutocastCPU kernel ran, but mm2's CPU kernel received {_dtype_names(received[-1])}: "
+                           "both inputs must reach it in bfloat16.")
+                else:
+                    why = "Nothing cast the inputs: the call went past AutocastCPU to the CPU kernel as it was."
+                return f"{what} raised: {str(error).splitlines()[0]}\n{why}"
+            if not received:
+                return (f"{what}: mm2's CPU kernel did not run: your kernel computed the product some other way than "
+                        "through the operator (lesson 05, section 2: what an Autocast kernel hands on)")
+            if out.dtype != dtype:
+                return f"{what} returned {out.dtype}: a matrix product runs in the region's lower precision (lesson 05)"
+            if received != [(dtype, dtype)]:
+                return (f"{what}: mm2's CPU kernel ran {len(received)} time(s), on {_dtype_names(received[0])}, though "
+                        f"the result is {dtype}: the inputs must be cast before the kernel runs, once")
+            if not torch.equal(out, a.to(dtype) @ b.to(dtype)):
+                return f"{what} returned {dtype}, but not the product of the inputs cast to {dtype}"
+            return None
+
+        # Three calls in one region, the first as the task's model makes it; then one after the region.
+        with torch.autocast("cpu"):
+            problem = (call("inside autocast", activation, weight, torch.bfloat16)
+                       or call("inside autocast", weight.t(), activation.t(), torch.bfloat16)
+                       or call("inside autocast, a third call", activation, weight.float(), torch.bfloat16))
+        problem = problem or call("after the autocast region", activation, weight.float(), torch.float32)
+        if problem:
+            return Result(False, problem)
         library._destroy()
         if torch._C._dispatch_has_kernel_for_dispatch_key("exercise::mm2", "AutocastCPU"):
-            return Result(False, "your AutocastCPU kernel outlives the Library you were given: registered without it, "
-                                 "it stays for the life of the process, and nothing can remove it (lesson 05, section 7)")
-        return Result(True, "inside autocast mm2 returned torch.bfloat16, and the registration lives in your Library")
+            return Result(False, "your AutocastCPU kernel outlives the Library you were given: registered without "
+                                 "it, it stays for the life of the process, and nothing can remove it (lesson 05, "
+                                 "section 7)")
+        return Result(True, "inside autocast mm2 ran in bfloat16, whatever its inputs, and in float32 after the "
+                            "region; the registration lives in your Library")
 
 
 def _autocast_guard_crash(path: Path) -> str:
     """Why 05.autocast_guard's process died: the mistakes lesson 05 warns about, found in the file."""
     if mentions(path, r"DispatchKey::Autocast\b"):
-        return ("You exclude c10::DispatchKey::Autocast: in C++ that name is an alias kept for old code, and it means "
-                "AutocastCUDA (lesson 05, section 2). Under torch.autocast(\"cpu\") the call comes back to your kernel.")
+        return ("You exclude c10::DispatchKey::Autocast: in C++ that name is an alias kept for old code, and it "
+                "means AutocastCUDA (lesson 05, section 2). Under torch.autocast(\"cpu\") the call comes back to your "
+                "kernel.")
     if mentions(path, r"ExcludeDispatchKeyGuard\s*[({]"):
-        return ("Your guard is a temporary: `ExcludeDispatchKeyGuard(...);` with no name is destroyed at the end of that "
-                "statement, before the call it was meant to cover. A guard works while its variable lives.")
+        return ("Your guard is a temporary: `ExcludeDispatchKeyGuard(...);` with no name is destroyed at the end of "
+                "that statement, before the call it was meant to cover. A guard works while its variable lives.")
     return ("A stack overflow: your AutocastCPU kernel calls the operator again while AutocastCPU is still in the "
             "call's keyset, so the dispatcher sends the call back to the same kernel, forever (lesson 05, section 4).")
 

@@ -287,7 +287,8 @@ MISTAKES = [
              ('        keys = [torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, k))'
               ' for k in ("ADInplaceOrView", "CPU")]\n'
               '        torch.ops.exercise.add_.default.redispatch(keys[0] | keys[1], x, other)\n'))]),
-    Mistake('03.inplace_autograd', 'tensor_keyset', "the tensor's own keys handed on: AutocastCPU, a fallthrough, first",
+    Mistake('03.inplace_autograd', 'tensor_keyset', "the tensor's own keys handed on: AutocastCPU, a fallthrough, "
+            'first',
             expect='torch stopped at an internal check of its own',
             edits=[(('        torch.ops.exercise.add_.default.redispatch('
                      'keyset & torch._C._after_autograd_keyset, x, other)\n'),
@@ -382,23 +383,26 @@ MISTAKES = [
                     ('        op.redispatch(keyset & torch._C._after_autograd_keyset, x)\n'
                      '        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)\n'))]),
     # 05.autocast_guard
-    Mistake('05.autocast_guard', 'autocast_alias', 'the guard excludes DispatchKey::Autocast, which in C++ means AutocastCUDA',
-            expect='AutocastCUDA',
-            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back here.\n'
-              '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'),
-             '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::Autocast);\n')]),
-    Mistake('05.autocast_guard', 'skips_the_dispatcher', 'the CPU kernel called directly, past every layer below autocast',
-            expect='skipped autograd',
-            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back here.\n'
-              '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'
-              '  return op.call(x.to(at::kBFloat16));\n'),
-             ('  (void)op;\n'
-              '  return double_it_cpu(x.to(at::kBFloat16));\n'))]),
+    Mistake('05.autocast_guard', 'autocast_alias', 'the guard excludes DispatchKey::Autocast, which in C++ means '
+            'AutocastCUDA', expect='AutocastCUDA',
+            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back '
+                     'here.\n'
+                     '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'),
+                    '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::Autocast);\n')]),
+    Mistake('05.autocast_guard', 'skips_the_dispatcher', 'the CPU kernel called directly, past every layer below '
+            'autocast', expect='skipped autograd',
+            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back '
+                     'here.\n'
+                     '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'
+                     '  return op.call(x.to(at::kBFloat16));\n'),
+                    ('  (void)op;\n'
+                     '  return double_it_cpu(x.to(at::kBFloat16));\n'))]),
     Mistake('05.autocast_guard', 'temporary_guard', 'a guard with no name: a temporary, gone before the call',
             expect='Your guard is a temporary',
-            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back here.\n'
-              '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'),
-             '  c10::impl::ExcludeDispatchKeyGuard(c10::DispatchKey::AutocastCPU);\n')]),
+            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back '
+                     'here.\n'
+                     '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'),
+                    '  c10::impl::ExcludeDispatchKeyGuard(c10::DispatchKey::AutocastCPU);\n')]),
     # 05.register_autocast
     Mistake('05.register_autocast', 'cuda', "registered for CUDA's autocast",
             expect='Nothing cast the inputs',
@@ -412,6 +416,40 @@ MISTAKES = [
             expect='outlives the Library you were given',
             edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
              '    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16)\n')]),
+    Mistake('05.register_autocast', 'calls_itself', 'a kernel of its own at AutocastCPU that calls mm2 again, '
+            'AutocastCPU still on', expect='raised RecursionError: your AutocastCPU kernel calls mm2 again',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    def autocast_kernel(a, b):\n'
+                     '        return torch.ops.exercise.mm2(a.to(torch.bfloat16), b.to(torch.bfloat16))\n\n'
+                     '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
+    Mistake('05.register_autocast', 'first_input_only', 'a kernel of its own that casts the first input only',
+            expect="Your AutocastCPU kernel ran, but mm2's CPU kernel received bfloat16 and float32",
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    def autocast_kernel(a, b):\n'
+                     '        no_autocast = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)\n'
+                     '        with torch._C._ExcludeDispatchKeyGuard(no_autocast):\n'
+                     '            return torch.ops.exercise.mm2(a.to(torch.bfloat16), b)\n\n'
+                     '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
+    Mistake('05.register_autocast', 'leaked_exclude', 'a kernel of its own that excludes AutocastCPU for good',
+            expect='the thread-local exclude set had changed (gained AutocastCPU)',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    def autocast_kernel(a, b):\n'
+                     '        no_autocast = torch._C.DispatchKey.AutocastCPU\n'
+                     '        torch._C._dispatch_tls_set_dispatch_key_excluded(no_autocast, True)\n'
+                     '        return torch.ops.exercise.mm2(a.to(torch.bfloat16), b.to(torch.bfloat16))\n\n'
+                     '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
+    Mistake('05.register_autocast', 'casts_the_result', 'the product computed in float32, then cast to bfloat16',
+            expect="mm2's CPU kernel ran 1 time(s), on float32 and float32",
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    def autocast_kernel(a, b):\n'
+                     '        no_autocast = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)\n'
+                     '        with torch._C._ExcludeDispatchKeyGuard(no_autocast):\n'
+                     '            return torch.ops.exercise.mm2(a.float(), b.float()).to(torch.bfloat16)\n\n'
+                     '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
+    Mistake('05.register_autocast', 'computes_itself', 'the product computed in the Autocast kernel, past the operator',
+            expect="mm2's CPU kernel did not run",
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    '    lib.impl("mm2", lambda a, b: a.to(torch.bfloat16) @ b.to(torch.bfloat16), "AutocastCPU")\n')]),
     # 06.fake_kernel
     Mistake('06.fake_kernel', 'default_dtype', 'the right shape, in the default dtype and device',
             expect='torch.float32 on cpu',

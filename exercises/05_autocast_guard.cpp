@@ -4,7 +4,8 @@
 // backward from Python. Its AutocastCPU kernel should run it in bfloat16 inside torch.autocast("cpu"): cast x, then
 // call the operator again through the dispatcher, so that every layer below autocast (autograd, then the CPU kernel)
 // still runs. As written, the call never reaches the CPU kernel. Find out why (run the check: it runs in a process of
-// its own) and fix it with one line.
+// its own) and fix it with one line. The check calls it twice in one region and once after it, records the dtype the
+// layers below autocast run it in, and compares the thread-local include and exclude sets before and after each call.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>

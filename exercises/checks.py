@@ -761,20 +761,45 @@ def autocast_guard(path: Path) -> Result:
     build.load_sources("exercise05_double_it", [path], label="your 05_autocast_guard.cpp")
     library = torch.library.Library("exercise05", "FRAGMENT")  # its backward: d(2x) = 2 * grad
     torch.library.register_autograd("exercise05::double_it", lambda ctx, grad: 2 * grad, lib=library)
-    x = torch.ones(3, requires_grad=True)
-    with torch.autocast("cpu"):
-        out = torch.ops.exercise05.double_it(x)
+    op = _watching_dispatch_state(torch.ops.exercise05.double_it.default,
+                                  "lesson 05, section 4: the guard, and how long what it changes lasts.")
+
+    def call(where: str) -> tuple[str, torch.Tensor, torch.Tensor, list]:
+        """double_it(x) for an x that requires grad, and the dtypes double_it ran in below autocast and autograd."""
+        x = torch.ones(3, requires_grad=True)
+        with _recording_mode() as below:
+            try:
+                out = op(x)
+            except _StateLeft as left:
+                raise _StateLeft(f"{where}: {left}") from None
+        return where, x, out, [dtypes for name, dtypes in below.calls if name == "exercise05.double_it.default"]
+
+    try:
+        with torch.autocast("cpu"):  # two calls in one region: what the first leaves behind, the second meets
+            calls = [call("inside autocast"), call("a second call in the same region")]
+        calls.append(call("after the region"))
+    except _StateLeft as left:
+        return Result(False, str(left))
     problems = []
-    if out.dtype != torch.bfloat16 or out.tolist() != [2.0, 2.0, 2.0]:
-        problems.append(f"inside autocast: {out.tolist()}, {out.dtype}")
-    if out.grad_fn is None:
-        problems.append("inside autocast the output has no grad_fn: the call skipped autograd. Casting is the Autocast "
-                        "kernel's job; the layers below it must still run (lesson 05, section 2)")
-    else:
+    for (where, x, out, below), dtype in zip(calls, (torch.bfloat16, torch.bfloat16, torch.float32)):
+        if out.dtype != dtype or out.tolist() != [2.0, 2.0, 2.0]:
+            problems.append(f"{where}: {out.tolist()}, {out.dtype}, where it should run in {_dtype_names([dtype])}")
+        if out.grad_fn is None:
+            problems.append(f"{where} the output has no grad_fn: the call skipped autograd. Casting is the Autocast "
+                            "kernel's job; the layers below it must still run (lesson 05, section 2)")
+        elif below != [[dtype]]:
+            ran = ", then ".join(_dtype_names(dtypes) for dtypes in below) or "nothing"
+            problems.append(f"{where}, the layers below autocast ran double_it on {ran}: they must run it once, in "
+                            f"{_dtype_names([dtype])}, and the output's dtype alone does not show that (lesson 05, "
+                            "section 2)")
+        if problems:
+            break
         out.float().sum().backward()
         if x.grad is None or x.grad.tolist() != [2.0, 2.0, 2.0]:
-            problems.append(f"gradient {None if x.grad is None else x.grad.tolist()}, should be [2, 2, 2]")
-    return _problems(problems, "bfloat16 inside autocast, with its gradient")
+            problems.append(f"{where}: gradient {None if x.grad is None else x.grad.tolist()}, should be [2, 2, 2]")
+            break
+    return _problems(problems, "bfloat16 inside autocast, twice in one region, float32 after it, with gradients, and "
+                               "the thread's dispatch state as it was")
 
 
 # ---------------------------------------------------------------------------------------------

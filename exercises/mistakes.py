@@ -403,6 +403,14 @@ MISTAKES = [
                      'here.\n'
                      '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'),
                     '  c10::impl::ExcludeDispatchKeyGuard(c10::DispatchKey::AutocastCPU);\n')]),
+    Mistake('05.autocast_guard', 'leaked_exclude', 'AutocastCPU put in the thread-local exclude set, never taken out',
+            expect='inside autocast: after a call of double_it the thread-local exclude set had changed (gained '
+                   'AutocastCPU)',
+            edits=[('  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n',
+                    '  c10::impl::tls_set_dispatch_key_excluded(c10::DispatchKey::AutocastCPU, true);\n')]),
+    Mistake('05.autocast_guard', 'casts_the_result', 'the call made in float32, its result cast to bfloat16',
+            expect='inside autocast, the layers below autocast ran double_it on float32',
+            edits=[('  return op.call(x.to(at::kBFloat16));\n', '  return op.call(x).to(at::kBFloat16);\n')]),
     # 05.register_autocast
     Mistake('05.register_autocast', 'cuda', "registered for CUDA's autocast",
             expect='Nothing cast the inputs',

@@ -614,7 +614,8 @@ def redispatch(path: Path) -> Result:
         values = torch.tensor([1.0, -2.0, 3.0])
         # (what, the input, the context the call runs in, the kernel below autograd that must run)
         cases = [("a CPU tensor that requires grad", lambda: values.clone().requires_grad_(), nullcontext, "CPU"),
-                 ("the same call again", lambda: values.clone().requires_grad_(), nullcontext, "CPU"),
+                 ("a CPU tensor that requires grad, a second time", lambda: values.clone().requires_grad_(),
+                  nullcontext, "CPU"),
                  ("a CPU tensor that does not require grad", values.clone, nullcontext, "CPU"),
                  ("a meta tensor", lambda: torch.empty(3, device="meta", requires_grad=True), nullcontext, "Meta"),
                  ("a sparse CPU tensor", lambda: values.to_sparse().requires_grad_(), nullcontext, "SparseCPU"),
@@ -644,7 +645,7 @@ def redispatch(path: Path) -> Result:
                 return Result(False, f"on {what} your call ran the {' and '.join(ran) or 'no'} kernel(s) below "
                                      f"autograd, not the {key} kernel once: the call below autograd must run once, on "
                                      f"the call's own backend.\nLook again at {_PASSING_ON}")
-            if mode is not None and "exercise.scale2.default" not in [op for op, _ in mode.calls]:
+            if mode is not None and "exercise.scale2.default" not in [name for name, _ in mode.calls]:
                 return Result(False, f"on {what} the mode never saw scale2: the keyset your call below autograd was "
                                      "handed lacks the keys the thread-local include set adds to the call's (the "
                                      "mode's Python key).\nLook again at lesson 00, section 2 (thread-local state), "

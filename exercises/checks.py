@@ -511,66 +511,122 @@ def _values(values: torch.Tensor) -> list[float]:
 
 # 04.backward's samples: (what, x, the output's gradient). The first is the one a wrong formula fails first; zeros and
 # the ends of each dtype's range (where x ** 3 under- or overflows) are where a formula that holds "almost
-# everywhere" fails, and gradcheck never tries them.
+# everywhere" fails, and gradcheck never tries them; digits float32 cannot hold are where a float32 computation shows.
 _CUBE_SAMPLES = [
     ("float64", [0.5, -1.0, 2.0], [1.0, -2.0, 0.5], torch.float64),
     ("float64, zeros", [0.0, 3.0, -0.0, -0.25], [1.0, 1.0, -2.0, 4.0], torch.float64),
+    ("float64, digits float32 cannot hold", [0.1, -1 / 3, 2**0.5], [1.0, -0.7, 0.3], torch.float64),
     ("float32, zeros", [0.5, -1.0, 0.0, 2.0], [1.0, -2.0, 3.0, 0.5], torch.float32),
     ("float64, the ends of its range", [1e-110, -1e105, 3.0], [1.0, 2.0, 1.0], torch.float64),
     ("float32, the ends of its range", [1e-15, -1e13, 3.0], [1.0, 2.0, 1.0], torch.float32),
 ]
+_CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5}  # each dtype's own precision, with room for rounding order
+_CUBE_DIFFERENTIABLE = "lesson 04, section 1: a backward that calls operators through the dispatcher"
+
+
+def _cube_samples(cube) -> str | None:
+    """04.backward's samples, one by one: None when backward gives the right gradient on each, else why not."""
+    for i, (what, values, grad_values, dtype) in enumerate(_CUBE_SAMPLES):
+        what = f"{what}: " if i else ""  # the first sample's diagnosis, as lesson 04 stores it for the skeleton
+        x = torch.tensor(values, dtype=dtype, requires_grad=True)
+        grad_output = torch.tensor(grad_values, dtype=dtype)
+        given, before = grad_output.clone(), x.detach().clone()  # what the check hands over, kept apart
+        (grad,) = torch.autograd.grad(cube(x), x, grad_output)
+        if not torch.equal(grad_output, given):
+            return (f"{what}your backward wrote into the gradient it received (the output's gradient {_values(given)} "
+                    f"became {_values(grad_output)}). That tensor is autograd's: add's backward hands the same one to "
+                    "both its inputs, and after .sum() it is an expanded view that an in-place write refuses (lesson "
+                    "04, section 3: what a backward receives).")
+        if not torch.equal(x.detach(), before):
+            return (f"{what}your backward changed x itself (from {_values(before)} to {_values(x.detach())}): a saved "
+                    "input is the caller's tensor, not a copy")
+        expected = (given.double() * 3 * before.double() ** 2).to(dtype)
+        if torch.allclose(grad, expected, rtol=_CUBE_RTOL[dtype], atol=0):
+            continue
+        diagnosis = (f"{what}d/dx at {_values(before)} for the output gradient {_values(given)}: yours "
+                     f"{_values(grad)}, right {_values(expected)}")
+        if dtype == torch.float64 and torch.allclose(grad, expected, rtol=_CUBE_RTOL[torch.float32], atol=0):
+            error = ((grad - expected).abs() / expected.abs()).max().item()
+            return (f"{what}d/dx at {_values(before)}: yours is off by {error:.1e} of the right value: the precision "
+                    "of float32, not of x's float64. gradcheck's tolerance lets that pass; a gradient computed in "
+                    "another dtype than x's loses what float64 is for (lesson 04, section 2: why float64).")
+        if i > 0:
+            return diagnosis + ("\nRight on the first sample, wrong on this one: a formula must hold at every x, 0 and "
+                                "the ends of the dtype's range included, and gradcheck only tries the inputs it is "
+                                "given (lesson 04, section 2).")
+        ones = torch.autograd.grad(cube(x), x, torch.ones_like(given))[0]
+        right_for_ones = torch.allclose(ones, 3 * before**2)
+        return diagnosis + ("\nRight when the output's gradient is all ones, wrong for others: what does backward "
+                            "receive, and what must it do with it? (lesson 04, section 1)" if right_for_ones else "")
+    return None
+
+
+def _cube_beyond_the_samples(cube) -> str | None:
+    """04.backward past its samples: None when backward holds through .sum(), on meta tensors, when x changes after
+    forward, and under double backward; else why not."""
+    matrix = torch.tensor([[0.5, -1.0, 2.0], [0.0, 1.5, -3.0]], dtype=torch.float64, requires_grad=True)
+    try:  # .sum()'s backward hands on a gradient expanded from one number: strides (0, 0)
+        cube(matrix).sum().backward()
+    except RuntimeError as error:
+        return (f"through .sum() of a 2 x 3 x, whose backward hands on an expanded gradient: RuntimeError: "
+                f"{str(error).splitlines()[0][:200]}\n(lesson 04, section 3: what a backward receives)")
+    if not torch.allclose(matrix.grad, 3 * matrix.detach() ** 2):
+        return f"through .sum() of a 2 x 3 x: d/dx {matrix.grad.tolist()}, right {(3 * matrix.detach() ** 2).tolist()}"
+    on_meta = torch.empty(3, dtype=torch.float64, device="meta", requires_grad=True)
+    try:
+        (grad,) = torch.autograd.grad(cube(on_meta), on_meta, torch.empty_like(on_meta))
+    except (RuntimeError, TypeError, NotImplementedError) as error:
+        return (f"on meta tensors your backward raised {type(error).__name__}: {str(error).splitlines()[0][:160]}\n"
+                "cube runs on meta tensors, and so must its backward: one built from torch operators on the tensors "
+                f"it receives runs wherever the operator runs ({_CUBE_DIFFERENTIABLE}).")
+    if grad.device.type != "meta":
+        return f"on meta tensors your backward returned a gradient on {grad.device.type} ({_CUBE_DIFFERENTIABLE})"
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    out = cube(x)
+    with torch.no_grad():
+        x.mul_(2)  # x changed in place after forward, before backward: torch's own operators then refuse backward
+    try:
+        (grad,) = torch.autograd.grad(out, x, torch.ones_like(out))
+        return (f"x changed in place after forward (x.mul_(2), under no_grad), then backward: yours gave "
+                f"{_values(grad)}, computed from the new x, with no error. Autograd refuses that for the tensors "
+                "handed to it for backward, by their version counters (lesson 03, section 3); your x was kept some "
+                "other way (lesson 04, section 1: what forward saves).")
+    except RuntimeError as error:
+        if "modified by an inplace operation" not in str(error):
+            raise
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    (grad,) = torch.autograd.grad(cube(x).sum(), x, create_graph=True)  # double backward: d/dx of the gradient
+    if not grad.requires_grad:
+        return ("with create_graph=True (double backward: a Hessian, a gradient penalty, gradgradcheck) the gradient "
+                "your backward returned has no history: it was computed where autograd does not see it (detached, "
+                "outside torch, or under no_grad), so its own derivative is lost. A backward built from torch "
+                f"operators on the tensors it receives is differentiable itself ({_CUBE_DIFFERENTIABLE}; section 2: "
+                "gradgradcheck).")
+    (second,) = torch.autograd.grad(grad.sum(), x)
+    if not torch.allclose(second, 6 * x.detach()):
+        return (f"double backward: d/dx of your gradient (summed) at {_values(x.detach())} is {_values(second)}, right "
+                f"{_values(6 * x.detach())}: part of your backward was computed where autograd does not see it "
+                f"({_CUBE_DIFFERENTIABLE}; section 2: gradgradcheck).")
+    return None
 
 
 @exercise("04.backward", "medium")
 def backward(path: Path) -> Result:
     answer = load_python(path)
     with operator("cube(Tensor x) -> Tensor", lambda x: x**3) as library:
+        library.impl("cube", lambda x: x**3, "Meta")
         torch.library.register_autograd("exercise::cube", answer.backward, setup_context=answer.setup_context,
                                         lib=library)
         cube = torch.ops.exercise.cube
-        for i, (what, values, grad_values, dtype) in enumerate(_CUBE_SAMPLES):
-            what = f"{what}: " if i else ""  # the first sample's diagnosis, as lesson 04 stores it for the skeleton
-            x = torch.tensor(values, dtype=dtype, requires_grad=True)
-            grad_output = torch.tensor(grad_values, dtype=dtype)
-            given, before = grad_output.clone(), x.detach().clone()  # what the check hands over, kept apart
-            (grad,) = torch.autograd.grad(cube(x), x, grad_output)
-            if not torch.equal(grad_output, given):
-                return Result(False, f"{what}your backward wrote into the gradient it received (the output's "
-                                     f"gradient {_values(given)} became {_values(grad_output)}). That tensor is "
-                                     "autograd's: add's backward hands the same one to both its inputs, and after "
-                                     ".sum() it is an expanded view that an in-place write refuses (lesson 04, "
-                                     "section 3: what a backward receives).")
-            if not torch.equal(x.detach(), before):
-                return Result(False, f"{what}your backward changed x itself (from {_values(before)} to "
-                                     f"{_values(x.detach())}): a saved input is the caller's tensor, not a copy")
-            expected = (given.double() * 3 * before.double() ** 2).to(dtype)
-            if torch.allclose(grad, expected, rtol=1e-5, atol=0):
-                continue
-            diagnosis = (f"{what}d/dx at {_values(before)} for the output gradient {_values(given)}: yours "
-                         f"{_values(grad)}, right {_values(expected)}")
-            if i > 0:
-                return Result(False, diagnosis + "\nRight on the first sample, wrong on this one: a formula must hold "
-                                                 "at every x, 0 and the ends of the dtype's range included, and "
-                                                 "gradcheck only tries the inputs it is given (lesson 04, section 2).")
-            ones = torch.autograd.grad(cube(x), x, torch.ones_like(given))[0]
-            right_for_ones = torch.allclose(ones, 3 * before**2)
-            return Result(False, diagnosis + ("\nRight when the output's gradient is all ones, wrong for others: "
-                                              "what does backward receive, and what must it do with it? (lesson 04, "
-                                              "section 1)" if right_for_ones else ""))
-        matrix = torch.tensor([[0.5, -1.0, 2.0], [0.0, 1.5, -3.0]], dtype=torch.float64, requires_grad=True)
-        try:  # .sum()'s backward hands on a gradient expanded from one number: strides (0, 0)
-            cube(matrix).sum().backward()
-        except RuntimeError as error:
-            return Result(False, f"through .sum() of a 2 x 3 x, whose backward hands on an expanded gradient: "
-                                 f"RuntimeError: {str(error).splitlines()[0][:200]}\n(lesson 04, section 3: what a "
-                                 "backward receives)")
-        if not torch.allclose(matrix.grad, 3 * matrix.detach() ** 2):
-            return Result(False, f"through .sum() of a 2 x 3 x: d/dx {matrix.grad.tolist()}, right "
-                                 f"{(3 * matrix.detach() ** 2).tolist()}")
+        if problem := _cube_samples(cube) or _cube_beyond_the_samples(cube):
+            return Result(False, problem)
         x = torch.tensor(_CUBE_SAMPLES[0][1], dtype=torch.float64, requires_grad=True)
-        ok = torch.autograd.gradcheck(cube, (x,), raise_exception=False)
-        return Result(ok, "right at every sample, float64 and float32, zeros included; gradcheck passed" if ok
-                      else "gradcheck failed")
+        if not torch.autograd.gradcheck(cube, (x,), raise_exception=False):
+            return Result(False, "gradcheck failed")
+        if not torch.autograd.gradgradcheck(cube, (x,), raise_exception=False):
+            return Result(False, f"gradgradcheck failed ({_CUBE_DIFFERENTIABLE}; section 2)")
+        return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
+                            "a changed x refused; gradcheck and gradgradcheck passed")
 
 
 def _recording_mode():

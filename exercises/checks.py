@@ -337,13 +337,18 @@ class _StateLeft(Exception):
     """A call came back with the thread's include or exclude set changed."""
 
 
-def _runtime_keys_in(keyset: torch._C.DispatchKeySet) -> list[str]:
-    """The runtime keys a keyset holds, each backend's own: AutogradCPU and AutogradMeta, where trace.key_names names
-    one key per kind of key."""
-    keys = {torch._C._dispatch_key_name(key): key for key in torch._C.DispatchKey.__members__.values()
-            if not torch._C._dispatch_is_alias_key(key) and torch._C.DispatchKeySet(key).highestPriorityTypeId() == key}
-    return [name for name, key in keys.items() if "Undefined" not in name
-            and keyset & torch._C.DispatchKeySet(key) == torch._C.DispatchKeySet(key)]
+def _keys_in(keyset: torch._C.DispatchKeySet) -> list[str]:
+    """The keys a keyset holds, by name: each backend's own runtime key (AutogradCPU and AutogradMeta, where
+    trace.key_names names one key per kind of key), and a kind of key held with no backend of its own, as
+    _dispatch_tls_set_dispatch_key_excluded(AutogradFunctionality) leaves it: every backend's key of that kind."""
+    runtime, kinds = {}, {}
+    for name, key in torch._C.DispatchKey.__members__.items():
+        if not (torch._C._dispatch_is_alias_key(key) or name.startswith(("Undefined", "StartOf", "EndOf"))):
+            single = torch._C.DispatchKeySet(key)
+            (runtime if single.highestPriorityTypeId() == key else kinds)[name] = single
+    held = [name for name, single in runtime.items() if keyset & single == single]
+    return held + [f"{name} (every backend's)" for name, kind in kinds.items() if keyset & kind == kind
+                   and not any(runtime[runtime_key] & kind == kind for runtime_key in held)]
 
 
 def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the guard, and how long what it changes "
@@ -358,8 +363,8 @@ def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the
             after = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
             for name, old, new in zip(("include", "exclude"), before, after):
                 if old != new:
-                    gained = [key for key in _runtime_keys_in(new) if key not in _runtime_keys_in(old)]
-                    lost = [key for key in _runtime_keys_in(old) if key not in _runtime_keys_in(new)]
+                    gained = [key for key in _keys_in(new) if key not in _keys_in(old)]
+                    lost = [key for key in _keys_in(old) if key not in _keys_in(new)]
                     change = "; ".join(f"{what} {', '.join(keys)}" for what, keys in (("gained", gained),
                                        ("lost", lost)) if keys)
                     raise _StateLeft(f"after a call of {op._schema.name.split('::')[-1]} the thread-local {name} set "
@@ -697,10 +702,15 @@ def redispatch(path: Path) -> Result:
                 return Result(False, f"on {what}: {type(error).__name__}: {str(error).splitlines()[0][:200]}. The "
                                      f"call below autograd must keep the call's own backend.\nLook again at "
                                      f"{_PASSING_ON}")
+            if not ran:
+                return Result(False, f"on {what} none of scale2's kernels below autograd ran: your forward computed "
+                                     f"the result some other way than through the operator, where its {key} kernel "
+                                     f"must run once.\nLook again at {_PASSING_ON}")
             if ran != [key]:
-                return Result(False, f"on {what} your call ran the {' and '.join(ran) or 'no'} kernel(s) below "
-                                     f"autograd, not the {key} kernel once: the call below autograd must run once, on "
-                                     f"the call's own backend.\nLook again at {_PASSING_ON}")
+                kernels = f"{' kernel, then its '.join(ran)} kernel"
+                return Result(False, f"on {what} your call ran scale2's {kernels} below autograd, not its {key} kernel "
+                                     f"once: the call below autograd must run once, on the call's own backend.\nLook "
+                                     f"again at {_PASSING_ON}")
             if mode is not None and "exercise.scale2.default" not in [name for name, _ in mode.calls]:
                 return Result(False, f"on {what} the mode never saw scale2: the keyset your call below autograd was "
                                      "handed lacks the keys the thread-local include set adds to the call's (the "

@@ -39,6 +39,8 @@ MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_
             "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
 VMAP_RETURN = 'rowsum(batch.reshape(size * n, m)).reshape(size, n), 0'  # 06.vmap_rule's solution, likewise
+SCALE2_REDISPATCH = ('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below '
+                     'Autograd only\n')  # 04.redispatch's solution, likewise
 
 
 MISTAKES = [
@@ -356,50 +358,47 @@ MISTAKES = [
     # 04.redispatch
     Mistake('04.redispatch', 'cpu_only', "a redispatch straight to CPU, whatever the tensor's device",
             expect='on a meta tensor',
-            edits=[(('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd '
-                     'only\n'),
-             '        return op.redispatch(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU), x)\n')]),
+            edits=[(SCALE2_REDISPATCH, ('        cpu = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)\n'
+                                        '        return op.redispatch(cpu, x)\n'))]),
     Mistake('04.redispatch', 'no_grad', 'torch.no_grad() around the call, which changes grad mode, not the keyset',
             expect='torch.no_grad() turns off recording, not the Autograd key',
-            edits=[(('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd '
-                     'only\n'),
-             ('        with torch.no_grad():\n'
-              '            return op(x)\n'))]),
+            edits=[(SCALE2_REDISPATCH, ('        with torch.no_grad():\n'
+                                        '            return op(x)\n'))]),
     Mistake('04.redispatch', 'whole_keyset', "a redispatch with the call's whole keyset, Autograd included",
             expect='RecursionError',
-            edits=[(('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd '
-                     'only\n'),
-             '        return op.redispatch(keyset, x)\n')]),
+            edits=[(SCALE2_REDISPATCH, '        return op.redispatch(keyset, x)\n')]),
     Mistake('04.redispatch', 'tensor_keyset', "the tensor's own keys, masked: ADInplaceOrView, a fallthrough, first",
             expect='on a CPU tensor that requires grad: torch stopped at an internal check of its own',
-            edits=[(('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd '
-                     'only\n'),
-                    '        return op.redispatch(torch._C._dispatch_keys(x) & torch._C._after_autograd_keyset, x)\n')]),
+            edits=[(SCALE2_REDISPATCH, ('        below = torch._C._after_autograd_keyset\n'
+                                        '        return op.redispatch(torch._C._dispatch_keys(x) & below, x)\n'))]),
     Mistake('04.redispatch', 'tensor_keyset_below_view', "the tensor's own keys below ADInplaceOrView: the keys the "
             "thread-local include set adds are lost", expect='inside a TorchDispatchMode the mode never saw scale2',
-            edits=[(('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd '
-                     'only\n'),
-                    '        return op.redispatch(torch._C._dispatch_keys(x) & torch._C._after_ADInplaceOrView_keyset, '
-                    'x)\n')]),
+            edits=[(SCALE2_REDISPATCH, ('        below = torch._C._after_ADInplaceOrView_keyset\n'
+                                        '        return op.redispatch(torch._C._dispatch_keys(x) & below, x)\n'))]),
     Mistake('04.redispatch', 'backend_by_device', "the backend key picked from the device: a sparse CPU tensor's is "
-            "SparseCPU", expect='on a sparse CPU tensor your call ran the CPU kernel(s) below autograd',
-            edits=[(('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd '
-                     'only\n'),
-                    '        key = torch._C.DispatchKey.CPU if x.is_cpu else torch._C.DispatchKey.Meta\n'
-                    '        return op.redispatch(torch._C.DispatchKeySet(key), x)\n')]),
+            "SparseCPU", expect="on a sparse CPU tensor your call ran scale2's CPU kernel below autograd",
+            edits=[(SCALE2_REDISPATCH, ('        keys = torch._C.DispatchKey\n'
+                                        '        key = keys.CPU if x.is_cpu else keys.Meta\n'
+                                        '        return op.redispatch(torch._C.DispatchKeySet(key), x)\n'))]),
     Mistake('04.redispatch', 'leaked_exclude', 'the Autograd keys put in the thread-local exclude set for good',
             expect='the thread-local exclude set had changed (gained AutogradCPU',
-            edits=[(('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd '
-                     'only\n'),
-                    '        for key in (torch._C.DispatchKey.AutogradCPU, torch._C.DispatchKey.AutogradMeta):\n'
-                    '            torch._C._dispatch_tls_set_dispatch_key_excluded(key, True)\n'
-                    '        return op(x)\n')]),
+            edits=[(SCALE2_REDISPATCH, ('        keys = torch._C.DispatchKey\n'
+                                        '        for key in (keys.AutogradCPU, keys.AutogradMeta):\n'
+                                        '            torch._C._dispatch_tls_set_dispatch_key_excluded(key, True)\n'
+                                        '        return op(x)\n'))]),
+    Mistake('04.redispatch', 'leaked_functionality_exclude', "every backend's Autograd keys excluded for good",
+            expect="the thread-local exclude set had changed (gained AutogradFunctionality (every backend's))",
+            edits=[(SCALE2_REDISPATCH, ('        autograd = torch._C.DispatchKey.AutogradFunctionality\n'
+                                        '        torch._C._dispatch_tls_set_dispatch_key_excluded(autograd, True)\n'
+                                        '        return op(x)\n'))]),
     Mistake('04.redispatch', 'twice', 'the call below autograd made twice, the first result dropped',
-            expect='your call ran the CPU and CPU kernel(s) below autograd, not the CPU kernel once',
-            edits=[(('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below Autograd '
-                     'only\n'),
-                    ('        op.redispatch(keyset & torch._C._after_autograd_keyset, x)\n'
-                     '        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)\n'))]),
+            expect="your call ran scale2's CPU kernel, then its CPU kernel below autograd, not its CPU kernel once",
+            edits=[(SCALE2_REDISPATCH, ('        below = keyset & torch._C._after_autograd_keyset\n'
+                                        '        op.redispatch(below, x)\n'
+                                        '        return op.redispatch(below, x)\n'))]),
+    Mistake('04.redispatch', 'computes_itself', "the result computed in forward, past the operator's kernels",
+            expect="none of scale2's kernels below autograd ran",
+            edits=[(SCALE2_REDISPATCH, '        return 2 * x\n')]),
     # 05.autocast_guard
     Mistake('05.autocast_guard', 'autocast_alias', 'the guard excludes DispatchKey::Autocast, which in C++ means '
             'AutocastCUDA', expect='AutocastCUDA',

@@ -333,6 +333,23 @@ def fallthrough(path: Path) -> Result:
                       f"autograd skipped at all {len(_autograd_keys())} Autograd keys, CPU and meta tensors included")
 
 
+def _recording_mode():
+    """A TorchDispatchMode that runs every operator call reaching it (at the Python key, below autocast and autograd)
+    and records it in .calls as (operator, the dtypes of its tensor arguments)."""
+    from torch.utils._python_dispatch import TorchDispatchMode  # here: the module is only needed by a few checks
+
+    class Recording(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls: list[tuple[str, list[torch.dtype]]] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.calls.append((str(func), [a.dtype for a in args if isinstance(a, torch.Tensor)]))
+            return func(*args, **(kwargs or {}))
+
+    return Recording()
+
+
 class _StateLeft(Exception):
     """A call came back with the thread's include or exclude set changed."""
 
@@ -395,8 +412,10 @@ def _inplace_calls(op, ran: list[str]) -> list[str]:
         problems.append(f"y became x + other, but exercise::add_'s CPU kernel did not run: forward wrote into y some "
                         f"other way than through the operator's own kernels ({_BELOW})")
     elif "ADInplaceOrView" not in ran:
-        problems.append(f"exercise::add_'s ADInplaceOrView kernel did not run: forward's call went on below autograd "
-                        f"past that key ({_BELOW})")
+        problems.append("exercise::add_'s ADInplaceOrView kernel did not run: forward's call went on below autograd "
+                        "past that key. torch's own Autograd kernels for in-place and view operators hand the call on "
+                        "to it, where such an operator's version and view bookkeeping lives; a guard and a call from "
+                        f"the top skip it, as add's no-graph branch does for a functional operator ({_BELOW})")
     if y._version == 0:
         problems.append("y's version counter did not move: autograd was not told that y changed")
     (y * 5).sum().backward()
@@ -420,6 +439,17 @@ def _inplace_calls(op, ran: list[str]) -> list[str]:
                             f"the call's own keyset picks ({_BELOW})")
         elif returned is not ym or ym.grad_fn is None:
             problems.append("on meta tensors add_ did not hand back its first argument with a history")
+    if not problems:
+        y = torch.ones(3, requires_grad=True).clone()
+        with _recording_mode() as mode:
+            returned = op(y, torch.full((3,), 2.0, requires_grad=True))
+        if "exercise.add_.default" not in [name for name, _ in mode.calls]:
+            problems.append("inside a TorchDispatchMode the mode never saw add_: the keyset forward handed on lacks the "
+                            "keys the thread-local include set adds to the call's (the mode's Python key; lesson 00, "
+                            f"section 2: thread-local state; {_BELOW})")
+        elif returned is not y or not torch.equal(y.detach(), torch.full((3,), 3.0)) or y.grad_fn is None:
+            problems.append("inside a TorchDispatchMode add_ did not write x + other into its first argument and hand "
+                            "it back with a history")
     if not problems:
         args = tuple(torch.randn(3, dtype=torch.float64, requires_grad=True) for _ in range(2))
         if not torch.autograd.gradcheck(lambda a, b: op(a.clone(), b), args, raise_exception=False):
@@ -632,23 +662,6 @@ def backward(path: Path) -> Result:
             return Result(False, f"gradgradcheck failed ({_CUBE_DIFFERENTIABLE}; section 2)")
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed")
-
-
-def _recording_mode():
-    """A TorchDispatchMode that runs every operator call reaching it (at the Python key, below autocast and autograd)
-    and records it in .calls as (operator, the dtypes of its tensor arguments)."""
-    from torch.utils._python_dispatch import TorchDispatchMode  # here: the module is only needed by a few checks
-
-    class Recording(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.calls: list[tuple[str, list[torch.dtype]]] = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.calls.append((str(func), [a.dtype for a in args if isinstance(a, torch.Tensor)]))
-            return func(*args, **(kwargs or {}))
-
-    return Recording()
 
 
 _PASSING_ON = "lesson 03, section 3: passing the call on, in C++ and in Python."

@@ -39,6 +39,11 @@ MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_
             "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
 VMAP_RETURN = 'rowsum(batch.reshape(size * n, m)).reshape(size, n), 0'  # 06.vmap_rule's solution, likewise
+# 03.inplace_autograd's solution, as mistakes edit it: the call below autograd, mark_dirty, backward's gradients
+ADD_REDISPATCH = ("        torch.ops.exercise.add_.default.redispatch(keyset & torch._C._after_autograd_keyset, x, "
+                  "other)\n")
+ADD_MARK_DIRTY = "        ctx.mark_dirty(x)  # autograd bumps x's version and moves x's history onto this node\n"
+ADD_GRADIENTS = "        return None, grad, grad  # d(x + other) is grad for both\n"
 SCALE2_REDISPATCH = ('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below '
                      'Autograd only\n')  # 04.redispatch's solution, likewise
 
@@ -222,84 +227,75 @@ MISTAKES = [
             expect="at AutogradCPU, a kernel of yours runs on every call",
             edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
                     '    op = torch.ops.exercise.count_odd.default\n'
-                    '    lib.impl("count_odd", lambda keyset, x: op.redispatch(keyset & torch._C._after_autograd_keyset, '
-                    'x),\n             "Autograd", with_keyset=True)\n')]),
+                    '    below = torch._C._after_autograd_keyset\n'
+                    '    lib.impl("count_odd", lambda keyset, x: op.redispatch(keyset & below, x), "Autograd", '
+                    'with_keyset=True)\n')]),
     Mistake('03.fallthrough', 'tensor_keyset', "a kernel that hands the call on with the tensor's own keys",
             expect='on a cpu tensor, torch stopped at an internal check of its own',
             edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
                     '    op = torch.ops.exercise.count_odd.default\n'
                     '    below = torch._C._after_autograd_keyset\n'
-                    '    lib.impl("count_odd", lambda keyset, x: op.redispatch(torch._C._dispatch_keys(x) & below, x),\n'
-                    '             "Autograd", with_keyset=True)\n')]),
+                    '    lib.impl("count_odd", lambda keyset, x: op.redispatch(torch._C._dispatch_keys(x) & below, '
+                    'x),\n             "Autograd", with_keyset=True)\n')]),
     # 03.inplace_autograd
     Mistake('03.inplace_autograd', 'calls_itself', 'forward calls the operator from the top, back into this kernel',
             expect='RecursionError',
-            edits=[(('        # The call below autograd: the keys after Autograd (ADInplaceOrView, then the backend) run, '
-                     'ours does not.\n'
-              '        torch.ops.exercise.add_.default.redispatch(keyset & torch._C._after_autograd_keyset, x, other)\n'
-              "        ctx.mark_dirty(x)  # autograd bumps x's version and moves x's history onto this node\n"),
-             ('        torch.ops.exercise.add_.default(x, other)\n'
-              '        ctx.mark_dirty(x)\n'))]),
+            edits=[(('        # The call below autograd: the keys after Autograd (ADInplaceOrView, then the backend) '
+                     'run, ours does not.\n'),
+                    ''),
+                   (ADD_REDISPATCH, '        torch.ops.exercise.add_.default(x, other)\n')]),
     Mistake('03.inplace_autograd', 'no_mark_dirty', 'x returned as it is, without telling autograd it was modified',
             expect='unless it was told that forward modified it',
-            edits=[("        ctx.mark_dirty(x)  # autograd bumps x's version and moves x's history onto this node\n",
-             '')]),
+            edits=[(ADD_MARK_DIRTY, '')]),
     Mistake('03.inplace_autograd', 'other_forgotten', 'no gradient for other',
             expect='d/dother: None',
-            edits=[('        return None, grad, grad  # d(x + other) is grad for both\n',
-             '        return None, grad, None\n')]),
+            edits=[(ADD_GRADIENTS, '        return None, grad, None\n')]),
     Mistake('03.inplace_autograd', 'dirty_only_if_requires_grad', 'mark_dirty only when x itself requires grad',
             expect='add_(t, w), t not requiring grad and w requiring it, returned a new tensor',
-            edits=[("        ctx.mark_dirty(x)  # autograd bumps x's version and moves x's history onto this node\n",
-             ('        if x.requires_grad:\n'
-              '            ctx.mark_dirty(x)\n'))]),
+            edits=[(ADD_MARK_DIRTY, ('        if x.requires_grad:\n'
+                                     '            ctx.mark_dirty(x)\n'))]),
     Mistake('03.inplace_autograd', 'needs_input_grad_off_by_one', "other's gradient gated on x's needs_input_grad",
             expect='d/dw: None',
-            edits=[('        return None, grad, grad  # d(x + other) is grad for both\n',
-             '        return None, grad, (grad if ctx.needs_input_grad[1] else None)\n')]),
+            edits=[(ADD_GRADIENTS, '        return None, grad, (grad if ctx.needs_input_grad[1] else None)\n')]),
     Mistake('03.inplace_autograd', 'leaked_exclude', 'ADInplaceOrView put in the thread-local exclude set for good',
             expect='the thread-local exclude set had changed (gained ADInplaceOrView)',
-            edits=[(('        torch.ops.exercise.add_.default.redispatch('
-               'keyset & torch._C._after_autograd_keyset, x, other)\n'),
-             ('        torch._C._dispatch_tls_set_dispatch_key_excluded(torch._C.DispatchKey.ADInplaceOrView, True)\n'
-              '        torch.ops.exercise.add_.default.redispatch('
-              'keyset & torch._C._after_autograd_keyset, x, other)\n'))]),
+            edits=[(ADD_REDISPATCH, ('        view = torch._C.DispatchKey.ADInplaceOrView\n'
+                                     '        torch._C._dispatch_tls_set_dispatch_key_excluded(view, True)\n'
+                                     + ADD_REDISPATCH))]),
     Mistake('03.inplace_autograd', 'aten_add', "aten's add_, not the operator's own kernels below autograd",
             expect="exercise::add_'s CPU kernel did not run",
-            edits=[(('        torch.ops.exercise.add_.default.redispatch('
-               'keyset & torch._C._after_autograd_keyset, x, other)\n'),
-             ('        with torch.no_grad():\n'
-              '            x.add_(other)\n'))]),
+            edits=[(ADD_REDISPATCH, ('        with torch.no_grad():\n'
+                                     '            x.add_(other)\n'))]),
     Mistake('03.inplace_autograd', 'keyset_cpu', 'redispatched to the CPU key alone, whatever the call',
             expect="exercise::add_'s ADInplaceOrView kernel did not run",
-            edits=[(('        torch.ops.exercise.add_.default.redispatch('
-               'keyset & torch._C._after_autograd_keyset, x, other)\n'),
-             ('        cpu = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)\n'
-              '        torch.ops.exercise.add_.default.redispatch(cpu, x, other)\n'))]),
+            edits=[(ADD_REDISPATCH, ('        cpu = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)\n'
+                                     '        torch.ops.exercise.add_.default.redispatch(cpu, x, other)\n'))]),
     Mistake('03.inplace_autograd', 'skip_ad_inplace_or_view', 'masked past ADInplaceOrView, whose kernel never runs',
             expect="exercise::add_'s ADInplaceOrView kernel did not run",
-            edits=[(('        torch.ops.exercise.add_.default.redispatch('
-               'keyset & torch._C._after_autograd_keyset, x, other)\n'),
-             ('        torch.ops.exercise.add_.default.redispatch('
-              'keyset & torch._C._after_ADInplaceOrView_keyset, x, other)\n'))]),
+            edits=[(ADD_REDISPATCH, ('        below = keyset & torch._C._after_ADInplaceOrView_keyset\n'
+                                     '        torch.ops.exercise.add_.default.redispatch(below, x, other)\n'))]),
+    Mistake('03.inplace_autograd', 'guard_and_call', "csrc's AddInPlace copied: a guard and a call from the top, "
+            'which skip ADInplaceOrView', expect="exercise::add_'s ADInplaceOrView kernel did not run",
+            edits=[(ADD_REDISPATCH, ('        with torch._C._AutoDispatchBelowADInplaceOrView():\n'
+                                     '            torch.ops.exercise.add_.default(x, other)\n'))]),
     Mistake('03.inplace_autograd', 'keyset_by_hand', "a keyset of its own, not the call's: meta tensors reach CPU",
             expect="on meta tensors the kernels below autograd that ran were ['ADInplaceOrView', 'CPU']",
-            edits=[(('        torch.ops.exercise.add_.default.redispatch('
-               'keyset & torch._C._after_autograd_keyset, x, other)\n'),
-             ('        keys = [torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, k))'
-              ' for k in ("ADInplaceOrView", "CPU")]\n'
-              '        torch.ops.exercise.add_.default.redispatch(keys[0] | keys[1], x, other)\n'))]),
+            edits=[(ADD_REDISPATCH, ('        keys = [torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, k))'
+                                     ' for k in ("ADInplaceOrView", "CPU")]\n'
+                                     '        torch.ops.exercise.add_.default.redispatch(keys[0] | keys[1], x, '
+                                     'other)\n'))]),
     Mistake('03.inplace_autograd', 'tensor_keyset', "the tensor's own keys handed on: AutocastCPU, a fallthrough, "
-            'first',
-            expect='torch stopped at an internal check of its own',
-            edits=[(('        torch.ops.exercise.add_.default.redispatch('
-                     'keyset & torch._C._after_autograd_keyset, x, other)\n'),
+            'first', expect='torch stopped at an internal check of its own',
+            edits=[(ADD_REDISPATCH,
                     '        torch.ops.exercise.add_.default.redispatch(torch._C._dispatch_keys(x), x, other)\n')]),
-    Mistake('03.inplace_autograd', 'mask_alone', "the mask alone handed on, not the call's keyset: PythonDispatcher first",
-            expect='torch stopped at an internal check of its own',
-            edits=[(('        torch.ops.exercise.add_.default.redispatch('
-                     'keyset & torch._C._after_autograd_keyset, x, other)\n'),
-                    '        torch.ops.exercise.add_.default.redispatch(torch._C._after_autograd_keyset, x, other)\n')]),
+    Mistake('03.inplace_autograd', 'tensor_keys_masked', "the tensor's own keys, masked: the keys the thread-local "
+            'include set adds are lost', expect='inside a TorchDispatchMode the mode never saw add_',
+            edits=[(ADD_REDISPATCH, ('        below = torch._C._dispatch_keys(x) & torch._C._after_autograd_keyset\n'
+                                     '        torch.ops.exercise.add_.default.redispatch(below, x, other)\n'))]),
+    Mistake('03.inplace_autograd', 'mask_alone', "the mask alone handed on, not the call's keyset: PythonDispatcher "
+            'first', expect='torch stopped at an internal check of its own',
+            edits=[(ADD_REDISPATCH, ('        below = torch._C._after_autograd_keyset\n'
+                                     '        torch.ops.exercise.add_.default.redispatch(below, x, other)\n'))]),
     # 04.backward
     Mistake('04.backward', 'ignores_grad', "the derivative alone, not multiplied by the output's gradient",
             expect="Right when the output's gradient is all ones",

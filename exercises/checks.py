@@ -444,9 +444,9 @@ def _inplace_calls(op, ran: list[str]) -> list[str]:
         with _recording_mode() as mode:
             returned = op(y, torch.full((3,), 2.0, requires_grad=True))
         if "exercise.add_.default" not in [name for name, _ in mode.calls]:
-            problems.append("inside a TorchDispatchMode the mode never saw add_: the keyset forward handed on lacks the "
-                            "keys the thread-local include set adds to the call's (the mode's Python key; lesson 00, "
-                            f"section 2: thread-local state; {_BELOW})")
+            problems.append("inside a TorchDispatchMode the mode never saw add_: the keyset forward handed on lacks "
+                            "the keys the thread-local include set adds to the call's (the mode's Python key; lesson "
+                            f"00, section 2: thread-local state; {_BELOW})")
         elif returned is not y or not torch.equal(y.detach(), torch.full((3,), 3.0)) or y.grad_fn is None:
             problems.append("inside a TorchDispatchMode add_ did not write x + other into its first argument and hand "
                             "it back with a history")

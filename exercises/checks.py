@@ -797,6 +797,10 @@ def register_autocast(path: Path) -> Result:
             if not received:
                 return (f"{what}: mm2's CPU kernel did not run: your kernel computed the product some other way than "
                         "through the operator (lesson 05, section 2: what an Autocast kernel hands on)")
+            if out.dtype != dtype and dtype in (torch.float64, torch.int64):
+                return (f"{what} returned {out.dtype}: autocast casts only eligible inputs, floating point and not "
+                        "float64; the others run as they are (lesson 05, section 2: what cached_cast casts; section "
+                        "7: register_autocast's casts)")
             if out.dtype != dtype:
                 return f"{what} returned {out.dtype}: a matrix product runs in the region's lower precision (lesson 05)"
             if received != [(dtype, dtype)]:
@@ -806,11 +810,13 @@ def register_autocast(path: Path) -> Result:
                 return f"{what} returned {dtype}, but not the product of the inputs cast to {dtype}"
             return None
 
-        # Three calls in one region, the first as the task's model makes it; then one after the region.
+        # Five calls in one region, the first as the task's model makes it; then one after the region.
         with torch.autocast("cpu"):
             problem = (call("inside autocast", activation, weight, torch.bfloat16)
                        or call("inside autocast", weight.t(), activation.t(), torch.bfloat16)
-                       or call("inside autocast, a third call", activation, weight.float(), torch.bfloat16))
+                       or call("inside autocast, a third call", activation, weight.float(), torch.bfloat16)
+                       or call("inside autocast", activation.double(), weight.double(), torch.float64)
+                       or call("inside autocast", activation.long(), weight.long(), torch.int64))
         problem = problem or call("after the autocast region", activation, weight.float(), torch.float32)
         if problem:
             return Result(False, problem)
@@ -819,8 +825,8 @@ def register_autocast(path: Path) -> Result:
             return Result(False, "your AutocastCPU kernel outlives the Library you were given: registered without "
                                  "it, it stays for the life of the process, and nothing can remove it (lesson 05, "
                                  "section 7)")
-        return Result(True, "inside autocast mm2 ran in bfloat16, whatever its inputs, and in float32 after the "
-                            "region; the registration lives in your Library")
+        return Result(True, "inside autocast mm2 ran in bfloat16 on float32 and bfloat16 inputs, as it was on float64 "
+                            "and integer ones, and in float32 after the region; the registration lives in your Library")
 
 
 def _autocast_guard_crash(path: Path) -> str:

@@ -471,6 +471,32 @@ MISTAKES = [
             expect="mm2's CPU kernel did not run",
             edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
                     '    lib.impl("mm2", lambda a, b: a.to(torch.bfloat16) @ b.to(torch.bfloat16), "AutocastCPU")\n')]),
+    Mistake('05.register_autocast', 'casts_float64', 'a kernel of its own that casts every input, float64 too',
+            expect='mm2(float64, float64) returned torch.bfloat16: autocast casts only eligible inputs',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    def autocast_kernel(a, b):\n'
+                     '        no_autocast = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)\n'
+                     '        with torch._C._ExcludeDispatchKeyGuard(no_autocast):\n'
+                     '            return torch.ops.exercise.mm2(a.to(torch.bfloat16), b.to(torch.bfloat16))\n\n'
+                     '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
+    Mistake('05.register_autocast', 'region_dtype', "a kernel of its own that casts every input to the region's dtype",
+            expect='mm2(float64, float64) returned torch.bfloat16: autocast casts only eligible inputs',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    def autocast_kernel(a, b):\n'
+                     '        dtype = torch.get_autocast_dtype("cpu")\n'
+                     '        no_autocast = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)\n'
+                     '        with torch._C._ExcludeDispatchKeyGuard(no_autocast):\n'
+                     '            return torch.ops.exercise.mm2(a.to(dtype), b.to(dtype))\n\n'
+                     '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
+    Mistake('05.register_autocast', 'casts_integers', 'a kernel of its own that spares float64, not integer inputs',
+            expect='mm2(int64, int64) returned torch.bfloat16: autocast casts only eligible inputs',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    def autocast_kernel(a, b):\n'
+                     '        a, b = (t if t.dtype == torch.float64 else t.to(torch.bfloat16) for t in (a, b))\n'
+                     '        no_autocast = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)\n'
+                     '        with torch._C._ExcludeDispatchKeyGuard(no_autocast):\n'
+                     '            return torch.ops.exercise.mm2(a, b)\n\n'
+                     '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
     # 06.fake_kernel
     Mistake('06.fake_kernel', 'default_dtype', 'the right shape, in the default dtype and device',
             expect='torch.float32 on cpu',

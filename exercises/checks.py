@@ -344,7 +344,8 @@ def _recording_mode():
             self.calls: list[tuple[str, list[torch.dtype]]] = []
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.calls.append((str(func), [a.dtype for a in args if isinstance(a, torch.Tensor)]))
+            leaves = torch.utils._pytree.tree_leaves(args)  # a Tensor[] argument's tensors too
+            self.calls.append((str(func), [a.dtype for a in leaves if isinstance(a, torch.Tensor)]))
             return func(*args, **(kwargs or {}))
 
     return Recording()
@@ -842,50 +843,126 @@ def _autocast_guard_crash(path: Path) -> str:
             "call's keyset, so the dispatcher sends the call back to the same kernel, forever (lesson 05, section 4).")
 
 
+_F32, _BF16, _F16, _F64 = torch.float32, torch.bfloat16, torch.float16, torch.float64
+# 05.autocast_guard's calls: (where, the dtypes of xs, scale's or None, the dtype the layers below autocast must
+# receive every input in). Two calls in one region: what the first leaves behind, the second meets.
+_SUM_SQUARES_IN_REGION = [
+    ("inside autocast, xs in float32, bfloat16 and float16, no scale", [_F32, _BF16, _F16], None, _F32),
+    ("a second call in the same region, xs and scale in bfloat16", [_BF16, _BF16], _BF16, _F32),
+    ("inside autocast, float64 inputs", [_F64, _F64], _F64, _F64),
+]
+_SUM_SQUARES_AFTER_REGION = ("after the region, bfloat16 inputs", [_BF16, _BF16], _BF16, _BF16)
+_SUM_SQUARES = "exercise05.sum_squares.default"
+_SUM_SQUARES_VALUES = [[1.0, 3.0, 0.1, 250.0], [0.01, 2.0, -0.2, 300.0], [-1.5, 0.5, 7.0, 1.0]]  # xs[0], xs[1], ...
+_SUM_SQUARES_SCALE = [0.5, -2.0, 3.0, 0.001]
+_SUM_SQUARES_RTOL = {_F64: 1e-12, _F32: 1e-5, _BF16: 2e-2, _F16: 2e-2}  # each dtype's precision, with room to round
+
+
+def _sum_squares_setup(ctx, inputs, output):
+    xs, scale = inputs
+    ctx.save_for_backward(*xs, scale)
+
+
+def _sum_squares_backward(ctx, grad):
+    *xs, scale = ctx.saved_tensors
+    factor = grad if scale is None else grad * scale
+    return [2 * x * factor for x in xs], None if scale is None else grad * sum(x * x for x in xs)
+
+
+def _sum_squares_inputs(dtypes: list[torch.dtype], scale_dtype: torch.dtype | None):
+    """xs (and scale, or None) in those dtypes, leaves that require grad."""
+    xs = [torch.tensor(values).to(dtype).requires_grad_() for values, dtype in zip(_SUM_SQUARES_VALUES, dtypes)]
+    scale = None if scale_dtype is None else torch.tensor(_SUM_SQUARES_SCALE).to(scale_dtype).requires_grad_()
+    return xs, scale
+
+
+def _sum_squares_dtypes(dtypes: list[torch.dtype], count: int) -> str:
+    """The dtypes of a call's inputs, xs first (count of them), then scale's if there is one."""
+    named = f"xs in {_dtype_names(dtypes[:count], ', ')}"
+    return named + (f" and scale in {_dtype_names(dtypes[count:])}" if dtypes[count:] else "")
+
+
+def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype):
+    """sum_squares on inputs of those dtypes: why not, when the layers below autocast did not receive them all in
+    `want`, once, or the result is wrong; else a function that says why not, when the gradients are wrong (None when
+    they are right), to be called after the region (lesson 05, section 6: backward outside it)."""
+    xs, scale = _sum_squares_inputs(dtypes, scale_dtype)
+    inputs = dtypes + ([scale_dtype] if scale is not None else [])
+    given = _sum_squares_dtypes(inputs, len(xs))
+    with _recording_mode() as below:
+        try:
+            out = op(xs, scale)
+        except _StateLeft as left:
+            return f"{where}: {left}"
+        except RuntimeError as error:
+            received = [_sum_squares_dtypes(d, len(xs)) for name, d in below.calls if name == _SUM_SQUARES]
+            return (f"{where}, sum_squares raised RuntimeError: {str(error).splitlines()[0][:200]}\nGiven {given}, the "
+                    f"layers below autocast received {'; then '.join(received) or 'nothing'}: every eligible input, "
+                    f"each tensor of xs and scale, must reach them in {_dtype_names([want])} (lesson 05, section 2).")
+    received = [d for name, d in below.calls if name == _SUM_SQUARES]
+    if out.grad_fn is None:
+        return (f"{where}: the output has no grad_fn: the call skipped autograd. Casting is the Autocast kernel's job; "
+                "the layers below it must still run (lesson 05, section 2)")
+    if received != [[want] * len(inputs)]:
+        shown = "; then ".join(_sum_squares_dtypes(d, len(xs)) for d in received) or "nothing"
+        problem = f"{where}: given {given}, the layers below autocast received {shown}"
+        if len(received) != 1:
+            return problem + ": they must run sum_squares once (lesson 05, section 2)"
+        if want == _F64:
+            return problem + (": autocast casts only eligible inputs: floating point, on the region's device, and not "
+                              "float64 (lesson 05, section 2)")
+        if received[0] == inputs:
+            return problem + (": nothing was cast: this operator runs in float32, whatever dtype its inputs share "
+                              "(lesson 05, section 7 and summary: the float32 policy)")
+        if _BF16 in received[0] and _F16 not in received[0]:
+            return problem + (": the region's lower precision, matmul's policy; this operator's is float32 (lesson "
+                              "05, section 7 and summary)")
+        return problem + f": every eligible input must reach them in {_dtype_names([want])} (lesson 05, section 2)"
+    expected = torch.zeros(out.shape, dtype=want)
+    for x in xs:  # the CPU kernel's sums, in its dtype
+        expected = expected + x.detach().to(want) * x.detach().to(want)
+    expected = expected if scale is None else expected * scale.detach().to(want)
+    if out.dtype != want or not torch.allclose(out.detach(), expected, rtol=_SUM_SQUARES_RTOL[want], atol=0):
+        return (f"{where}: given {given}, the result is {_values(out.detach())} in {_dtype_names([out.dtype])}, "
+                f"right {_values(expected)} in {_dtype_names([want])}")
+
+    def gradients() -> str | None:
+        out.float().sum().backward()
+        factor = torch.ones(out.shape, dtype=_F64) if scale is None else scale.detach().double()
+        rights = [(f"xs[{i}]", x, 2 * x.detach().double() * factor) for i, x in enumerate(xs)]
+        if scale is not None:
+            rights.append(("scale", scale, sum(x.detach().double() ** 2 for x in xs)))
+        for name, tensor, right in rights:
+            if tensor.grad is None or not torch.allclose(tensor.grad.double(), right,
+                                                         rtol=_SUM_SQUARES_RTOL[tensor.dtype]):
+                return (f"{where}: the gradient of {name} is {None if tensor.grad is None else _values(tensor.grad)}, "
+                        f"right {_values(right)}")
+        return None
+
+    return gradients
+
+
 @exercise("05.autocast_guard", "hard", on_crash=_autocast_guard_crash)
 def autocast_guard(path: Path) -> Result:
-    build.load_sources("exercise05_double_it", [path], label="your 05_autocast_guard.cpp")
-    library = torch.library.Library("exercise05", "FRAGMENT")  # its backward: d(2x) = 2 * grad
-    torch.library.register_autograd("exercise05::double_it", lambda ctx, grad: 2 * grad, lib=library)
-    op = _watching_dispatch_state(torch.ops.exercise05.double_it.default,
+    build.load_sources("exercise05_sum_squares", [path], label="your 05_autocast_guard.cpp")
+    library = torch.library.Library("exercise05", "FRAGMENT")
+    torch.library.register_autograd("exercise05::sum_squares", _sum_squares_backward,
+                                    setup_context=_sum_squares_setup, lib=library)
+    op = _watching_dispatch_state(torch.ops.exercise05.sum_squares.default,
                                   "lesson 05, section 4: the guard, and how long what it changes lasts.")
-
-    def call(where: str) -> tuple[str, torch.Tensor, torch.Tensor, list]:
-        """double_it(x) for an x that requires grad, and the dtypes double_it ran in below autocast and autograd."""
-        x = torch.ones(3, requires_grad=True)
-        with _recording_mode() as below:
-            try:
-                out = op(x)
-            except _StateLeft as left:
-                raise _StateLeft(f"{where}: {left}") from None
-        return where, x, out, [dtypes for name, dtypes in below.calls if name == "exercise05.double_it.default"]
-
-    try:
-        with torch.autocast("cpu"):  # two calls in one region: what the first leaves behind, the second meets
-            calls = [call("inside autocast"), call("a second call in the same region")]
-        calls.append(call("after the region"))
-    except _StateLeft as left:
-        return Result(False, str(left))
-    problems = []
-    for (where, x, out, below), dtype in zip(calls, (torch.bfloat16, torch.bfloat16, torch.float32)):
-        if out.dtype != dtype or out.tolist() != [2.0, 2.0, 2.0]:
-            problems.append(f"{where}: {out.tolist()}, {out.dtype}, where it should run in {_dtype_names([dtype])}")
-        if out.grad_fn is None:
-            problems.append(f"{where} the output has no grad_fn: the call skipped autograd. Casting is the Autocast "
-                            "kernel's job; the layers below it must still run (lesson 05, section 2)")
-        elif below != [[dtype]]:
-            ran = ", then ".join(_dtype_names(dtypes) for dtypes in below) or "nothing"
-            problems.append(f"{where}, the layers below autocast ran double_it on {ran}: they must run it once, in "
-                            f"{_dtype_names([dtype])}, and the output's dtype alone does not show that (lesson 05, "
-                            "section 2)")
-        if problems:
-            break
-        out.float().sum().backward()
-        if x.grad is None or x.grad.tolist() != [2.0, 2.0, 2.0]:
-            problems.append(f"{where}: gradient {None if x.grad is None else x.grad.tolist()}, should be [2, 2, 2]")
-            break
-    return _problems(problems, "bfloat16 inside autocast, twice in one region, float32 after it, with gradients, and "
-                               "the thread's dispatch state as it was")
+    checks_of_gradients = []  # run after the region (lesson 05, section 6)
+    with torch.autocast("cpu"):
+        for call in _SUM_SQUARES_IN_REGION:
+            checks_of_gradients.append(_sum_squares_call(op, *call))
+            if isinstance(checks_of_gradients[-1], str):
+                return Result(False, checks_of_gradients[-1])
+    checks_of_gradients.append(_sum_squares_call(op, *_SUM_SQUARES_AFTER_REGION))
+    if isinstance(checks_of_gradients[-1], str):
+        return Result(False, checks_of_gradients[-1])
+    problem = next(filter(None, (gradients() for gradients in checks_of_gradients)), None)
+    return Result(False, problem) if problem else Result(True, (
+        "float32 below autocast for every eligible input, xs and scale, twice in one region; float64 as it was; "
+        "bfloat16 after the region; with gradients, and the thread's dispatch state as it was"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -47,6 +47,11 @@ ADD_GRADIENTS = "        return None, grad, grad  # d(x + other) is grad for bot
 SCALE2_REDISPATCH = ('        return op.redispatch(keyset & torch._C._after_autograd_keyset, x)  # the keys below '
                      'Autograd only\n')  # 04.redispatch's solution, likewise
 
+# 05.autocast_guard's solution, likewise: the guard, the cast of one input, the call
+SUM_SQUARES_GUARD = "  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n"
+SUM_SQUARES_CAST = ("    return t.is_floating_point() && t.is_cpu() && t.scalar_type() != at::kDouble ? "
+                    "t.to(at::kFloat) : t;\n")
+SUM_SQUARES_CALL = "  return op.call(cast, scale ? std::optional<at::Tensor>(to_float32(*scale)) : std::nullopt);\n"
 
 MISTAKES = [
     # 00.predict_path
@@ -398,32 +403,48 @@ MISTAKES = [
     # 05.autocast_guard
     Mistake('05.autocast_guard', 'autocast_alias', 'the guard excludes DispatchKey::Autocast, which in C++ means '
             'AutocastCUDA', expect='AutocastCUDA',
-            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back '
-                     'here.\n'
-                     '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'),
-                    '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::Autocast);\n')]),
-    Mistake('05.autocast_guard', 'skips_the_dispatcher', 'the CPU kernel called directly, past every layer below '
-            'autocast', expect='skipped autograd',
-            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back '
-                     'here.\n'
-                     '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'
-                     '  return op.call(x.to(at::kBFloat16));\n'),
-                    ('  (void)op;\n'
-                     '  return double_it_cpu(x.to(at::kBFloat16));\n'))]),
+            edits=[(SUM_SQUARES_GUARD, SUM_SQUARES_GUARD.replace('AutocastCPU', 'Autocast'))]),
     Mistake('05.autocast_guard', 'temporary_guard', 'a guard with no name: a temporary, gone before the call',
             expect='Your guard is a temporary',
-            edits=[(('  // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back '
-                     'here.\n'
-                     '  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n'),
-                    '  c10::impl::ExcludeDispatchKeyGuard(c10::DispatchKey::AutocastCPU);\n')]),
+            edits=[(SUM_SQUARES_GUARD, '  c10::impl::ExcludeDispatchKeyGuard(c10::DispatchKey::AutocastCPU);\n')]),
+    Mistake('05.autocast_guard', 'guard_in_a_block', 'a guard in a block of its own, gone before the call',
+            expect='A stack overflow: your AutocastCPU kernel calls the operator again',
+            edits=[(SUM_SQUARES_GUARD, '  {\n  ' + SUM_SQUARES_GUARD + '  }\n')]),
     Mistake('05.autocast_guard', 'leaked_exclude', 'AutocastCPU put in the thread-local exclude set, never taken out',
-            expect='inside autocast: after a call of double_it the thread-local exclude set had changed (gained '
-                   'AutocastCPU)',
-            edits=[('  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);\n',
+            expect='inside autocast, xs in float32, bfloat16 and float16, no scale: after a call of sum_squares the '
+                   'thread-local exclude set had changed (gained AutocastCPU)',
+            edits=[(SUM_SQUARES_GUARD,
                     '  c10::impl::tls_set_dispatch_key_excluded(c10::DispatchKey::AutocastCPU, true);\n')]),
-    Mistake('05.autocast_guard', 'casts_the_result', 'the call made in float32, its result cast to bfloat16',
-            expect='inside autocast, the layers below autocast ran double_it on float32',
-            edits=[('  return op.call(x.to(at::kBFloat16));\n', '  return op.call(x).to(at::kBFloat16);\n')]),
+    Mistake('05.autocast_guard', 'static_guard', 'a static guard: built on the first call, never destroyed',
+            expect='the thread-local exclude set had changed (gained AutocastCPU)',
+            edits=[(SUM_SQUARES_GUARD, '  static' + SUM_SQUARES_GUARD[1:])]),
+    Mistake('05.autocast_guard', 'skips_the_dispatcher', 'the CPU kernel called directly, past every layer below '
+            'autocast', expect='the call skipped autograd',
+            edits=[(SUM_SQUARES_CALL, '  (void)op;\n' + SUM_SQUARES_CALL.replace('op.call(', 'sum_squares_cpu('))]),
+    Mistake('05.autocast_guard', 'casts_the_result', 'the call made on the inputs as they are, its result cast',
+            expect='the layers below autocast received xs in float32, bfloat16, float16',
+            edits=[(SUM_SQUARES_CALL, ('  (void)to_float32;\n'
+                                       '  return op.call(xs, scale).to(at::kFloat);\n'))]),
+    Mistake('05.autocast_guard', 'scale_as_it_is', 'the tensors of xs cast, the optional scale handed on as it is',
+            expect='the layers below autocast received xs in float32, float32 and scale in bfloat16',
+            edits=[(SUM_SQUARES_CALL, '  return op.call(cast, scale);\n')]),
+    Mistake('05.autocast_guard', 'lower_precision', "matmul's policy: eligible inputs cast to bfloat16",
+            expect="the region's lower precision, matmul's policy; this operator's is float32",
+            edits=[(SUM_SQUARES_CAST, SUM_SQUARES_CAST.replace('at::kFloat', 'at::kBFloat16'))]),
+    Mistake('05.autocast_guard', 'widest_type', "add's policy: every input cast to the widest of their dtypes",
+            expect='xs and scale in bfloat16: given xs in bfloat16, bfloat16 and scale in bfloat16, the layers below '
+                   'autocast received xs in bfloat16, bfloat16 and scale in bfloat16: nothing was cast',
+            edits=[(SUM_SQUARES_CAST, '    return t;\n'),
+                   (SUM_SQUARES_CALL, ('  at::ScalarType widest = xs[0].scalar_type();\n'
+                                       '  for (const at::Tensor& x : xs) widest = c10::promoteTypes(widest, '
+                                       'x.scalar_type());\n'
+                                       '  if (scale) widest = c10::promoteTypes(widest, scale->scalar_type());\n'
+                                       '  for (at::Tensor& x : cast) x = x.to(widest);\n'
+                                       '  return op.call(cast, scale ? std::optional<at::Tensor>(scale->to(widest)) : '
+                                       'std::nullopt);\n'))]),
+    Mistake('05.autocast_guard', 'casts_float64', 'every input cast to float32, float64 too',
+            expect='autocast casts only eligible inputs: floating point, on the region\'s device, and not float64',
+            edits=[(SUM_SQUARES_CAST, '    return t.to(at::kFloat);\n')]),
     # 05.register_autocast
     Mistake('05.register_autocast', 'cuda', "registered for CUDA's autocast",
             expect='Nothing cast the inputs',

@@ -1,51 +1,81 @@
-// Exercise 05.autocast_guard (hard): an Autocast kernel that does not call itself.
+// Exercise 05.autocast_guard (hard): an Autocast kernel in float32, for a list of tensors and an optional one.
 //
-// exercise05::double_it(Tensor x) -> Tensor returns x * 2, from a raw loop (its CPU kernel); the check gives it a
-// backward from Python. Its AutocastCPU kernel should run it in bfloat16 inside torch.autocast("cpu"): cast x, then
-// call the operator again through the dispatcher, so that every layer below autocast (autograd, then the CPU kernel)
-// still runs. As written, the call never reaches the CPU kernel. Find out why (run the check: it runs in a process of
-// its own) and fix it with one line. The check calls it twice in one region and once after it, records the dtype the
-// layers below autocast run it in, and compares the thread-local include and exclude sets before and after each call.
+// exercise05::sum_squares(Tensor[] xs, Tensor? scale=None) -> Tensor returns xs[0]**2 + xs[1]**2 + ..., times scale
+// when there is one, from a raw loop (its CPU kernel) that accumulates in its inputs' dtype and refuses two dtypes;
+// the check gives it a backward from Python. In bfloat16 each partial sum keeps 8 bits, and in float16 a square above
+// 65504 overflows, so inside torch.autocast("cpu") it must run in float32 (the float32 policy: lesson 05, section 7
+// and summary). Write its AutocastCPU kernel: cast every eligible input (lesson 05, section 2: which tensors autocast
+// casts), every tensor of xs and scale when there is one, to float32, and call the operator again through the
+// dispatcher, so that every layer below autocast (autograd, then the CPU kernel) still runs. As written, it calls the
+// operator again as it is: run the check to see what happens (it runs in a process of its own). The check calls it
+// twice in one region (float32, bfloat16 and float16 inputs without scale; bfloat16 ones with a bfloat16 scale), once
+// on float64 inputs in the region and once after it, records the dtypes the layers below autocast receive, checks the
+// gradients, and compares the thread-local include and exclude sets before and after each call.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros_like.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
+#include <optional>
+#include <vector>
+
 namespace {
 
-at::Tensor double_it_cpu(const at::Tensor& x) {
-  // A raw loop, as a real kernel's would be: autograd cannot see inside it.
-  const at::Tensor input = x.contiguous();
-  at::Tensor out = at::empty_like(input);
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "exercise05::double_it", [&] {
-    const scalar_t* in = input.const_data_ptr<scalar_t>();
+void check_like_first(const at::Tensor& first, const at::Tensor& t, const char* name) {
+  TORCH_CHECK(t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes(), "exercise05::sum_squares: ",
+              name, " has dtype ", t.scalar_type(), " and shape ", t.sizes(), ", xs[0] ", first.scalar_type(), " and ",
+              first.sizes(), ": they must match");
+}
+
+at::Tensor sum_squares_cpu(at::TensorList xs, const std::optional<at::Tensor>& scale) {
+  TORCH_CHECK(!xs.empty(), "exercise05::sum_squares: xs is empty");
+  for (const at::Tensor& x : xs) check_like_first(xs[0], x, "a tensor of xs");
+  if (scale) check_like_first(xs[0], *scale, "scale");
+  at::Tensor out = at::zeros_like(xs[0], at::MemoryFormat::Contiguous);
+  // A raw loop, as a real kernel's would be: autograd cannot see inside it. Each sum is rounded to scalar_t.
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, out.scalar_type(), "exercise05::sum_squares", [&] {
     scalar_t* result = out.mutable_data_ptr<scalar_t>();
-    for (int64_t i = 0; i < input.numel(); ++i) result[i] = in[i] * scalar_t(2);
+    for (const at::Tensor& x : xs) {
+      const at::Tensor input = x.contiguous();
+      const scalar_t* in = input.const_data_ptr<scalar_t>();
+      for (int64_t i = 0; i < out.numel(); ++i) result[i] += in[i] * in[i];
+    }
+    if (scale) {
+      const at::Tensor factor = scale->contiguous();
+      const scalar_t* by = factor.const_data_ptr<scalar_t>();
+      for (int64_t i = 0; i < out.numel(); ++i) result[i] *= by[i];
+    }
   });
   return out;
 }
 
-at::Tensor double_it_autocast(const at::Tensor& x) {
+at::Tensor sum_squares_autocast(at::TensorList xs, const std::optional<at::Tensor>& scale) {
   static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("exercise05::double_it", "")
-                             .typed<at::Tensor(const at::Tensor&)>();
+                             .findSchemaOrThrow("exercise05::sum_squares", "")
+                             .typed<at::Tensor(at::TensorList, const std::optional<at::Tensor>&)>();
   // Below this line AutocastCPU is excluded: the call goes on to the keys under it, not back here.
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
-  return op.call(x.to(at::kBFloat16));
+  // Eligible, as cached_cast has it: floating point, on this device, and not float64. Anything else stays as it is.
+  const auto to_float32 = [](const at::Tensor& t) {
+    return t.is_floating_point() && t.is_cpu() && t.scalar_type() != at::kDouble ? t.to(at::kFloat) : t;
+  };
+  std::vector<at::Tensor> cast;
+  for (const at::Tensor& x : xs) cast.push_back(to_float32(x));
+  return op.call(cast, scale ? std::optional<at::Tensor>(to_float32(*scale)) : std::nullopt);
 }
 
 }  // namespace
 
 TORCH_LIBRARY(exercise05, m) {
-  m.def("double_it(Tensor x) -> Tensor");
+  m.def("sum_squares(Tensor[] xs, Tensor? scale=None) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(exercise05, CPU, m) {
-  m.impl("double_it", double_it_cpu);
+  m.impl("sum_squares", sum_squares_cpu);
 }
 
 TORCH_LIBRARY_IMPL(exercise05, AutocastCPU, m) {
-  m.impl("double_it", double_it_autocast);
+  m.impl("sum_squares", sum_squares_autocast);
 }

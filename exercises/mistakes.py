@@ -518,6 +518,13 @@ MISTAKES = [
                      '        with torch._C._ExcludeDispatchKeyGuard(no_autocast):\n'
                      '            return torch.ops.exercise.mm2(a, b)\n\n'
                      '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
+    Mistake('05.register_autocast', 'autocast_turned_off', 'a kernel of its own that turns autocast off for good',
+            expect='the thread-local exclude set had changed (gained AutocastCPU)',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    def autocast_kernel(a, b):\n'
+                     '        torch.set_autocast_enabled("cpu", False)\n'
+                     '        return torch.ops.exercise.mm2(a.to(torch.bfloat16), b.to(torch.bfloat16))\n\n'
+                     '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
     # 06.fake_kernel
     Mistake('06.fake_kernel', 'default_dtype', 'the right shape, in the default dtype and device',
             expect='torch.float32 on cpu',

@@ -337,6 +337,7 @@ def _recording_mode():
     """A TorchDispatchMode that runs every operator call reaching it (at the Python key, below autocast and autograd)
     and records it in .calls as (operator, the dtypes of its tensor arguments)."""
     from torch.utils._python_dispatch import TorchDispatchMode  # here: the module is only needed by a few checks
+    from torch.utils._pytree import tree_leaves
 
     class Recording(TorchDispatchMode):
         def __init__(self):
@@ -344,7 +345,7 @@ def _recording_mode():
             self.calls: list[tuple[str, list[torch.dtype]]] = []
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            leaves = torch.utils._pytree.tree_leaves(args)  # a Tensor[] argument's tensors too
+            leaves = tree_leaves(args)  # a Tensor[] argument's tensors too
             self.calls.append((str(func), [a.dtype for a in leaves if isinstance(a, torch.Tensor)]))
             return func(*args, **(kwargs or {}))
 

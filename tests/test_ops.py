@@ -182,7 +182,7 @@ def test_empty_inputs(workbook):
 
 
 def test_row_refuses_non_strided_layouts(workbook):
-    # row is registered at CompositeExplicitAutograd, which covers the sparse backends too, so a
+    # row is registered at CompositeImplicitAutograd, which covers the sparse backends too, so a
     # sparse tensor reaches its kernel through the dispatcher and its own check answers.
     with pytest.raises(RuntimeError, match=r"workbook::row: `self` must be a dense \(strided\) tensor, got layout Sparse"):
         workbook.row(torch.eye(3).to_sparse(), 0)

@@ -28,7 +28,7 @@ paths.use_workbook_inductor_cache()  # torch.compile's cache in build/inductor, 
 
 # (major, minor) of the torch under test: a few behaviours differ within the supported range (README).
 # Read from the installed package, not from torch: pytest's main process, which only hands out the work, then never
-# imports torch (2.5 s before its workers can start).
+# imports torch (seconds before its workers could start).
 TORCH = tuple(int(part) for part in importlib.metadata.version("torch").split(".")[:2])
 
 

@@ -16,7 +16,6 @@ import pytest
 import torch
 from torch.utils.cpp_extension import CUDA_HOME
 
-from conftest import TORCH
 from helpers import build, shipping, toolchain, trace
 
 
@@ -176,5 +175,5 @@ def test_jit_trace_deprecation_is_a_future_warning_from_torch_2_14():
         warnings.simplefilter("always")
         torch.jit.trace(lambda a: a * 2, (torch.ones(2),))
     categories = {warning.category for warning in caught if "torch.jit.trace` is deprecated" in str(warning.message)}
-    new = TORCH >= (2, 14)
+    new = torch.__version__ >= (2, 14)
     assert categories == {FutureWarning if new else DeprecationWarning}

@@ -17,7 +17,8 @@ import torch
 
 from helpers import build, device, shipping, trace
 
-from .toolkit import Result, call_path, compare_paths, exercise, first_difference, load_python, mentions, operator
+from .toolkit import (Result, call_path, compare_paths, exercise, first_difference, load_cpp, load_python, mentions,
+                      operator, read_literal)
 
 FALLBACK_WARNING = "an autograd kernel was not registered"
 
@@ -229,7 +230,7 @@ def _inference(op):
 
 @exercise("02.meta_kernel", "hard")
 def meta_kernel(path: Path) -> Result:
-    build.load_sources("exercise02_outer", [path], label="your 02_meta_kernel.cpp")
+    load_cpp("exercise02_outer", path, label="your 02_meta_kernel.cpp")
     outer = torch.ops.exercise02.outer
     problems = []
     for a, b in [(torch.randn(4), torch.randn(3)), (torch.randn(1), torch.randn(6))]:

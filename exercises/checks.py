@@ -37,7 +37,9 @@ def predict_path(path: Path) -> Result:
     x, y = torch.ones(3, requires_grad=True), torch.ones(3)
     with torch.no_grad():
         actual = call_path(torch.ops.workbook.add, x, y)
-    return compare_paths(load_python(path).PATH, actual, "lesson 00, section 2: what no_grad changes, and what not.")
+    answer = read_literal(path, "PATH", "a list of dispatch key names, each in quotes",
+                          lambda value: isinstance(value, (list, tuple)) and all(isinstance(key, str) for key in value))
+    return compare_paths(list(answer), actual, "lesson 00, section 2: what no_grad changes, and what not.")
 
 
 def _walk_cases():
@@ -943,7 +945,11 @@ def served(path: Path) -> Result:
     with trace.recording() as events:
         torch.relu(x @ w + b).sum()
     actual = device.served(events)
-    answer = [tuple(call) for call in load_python(path).SERVED]
+    answer = [tuple(call) for call in read_literal(
+        path, "SERVED", "a list of (operator, server) pairs of strings",
+        lambda value: isinstance(value, (list, tuple)) and all(
+            isinstance(call, (list, tuple)) and len(call) == 2 and all(isinstance(part, str) for part in call)
+            for call in value))]
     if answer == actual:
         return Result(True, "calls: " + ", ".join(f"{op} ({server})" for op, server in actual))
     if (i := first_difference(answer, actual)) is not None:

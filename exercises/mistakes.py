@@ -55,6 +55,16 @@ MISTAKES = [
             expect="your kernel 2, 'ADInplaceOrView'",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["AutogradCPU", "ADInplaceOrView", "BackendSelect", "CPU"]\n')]),
+    Mistake('00.predict_path', 'computed', "the path computed with the check's own tool instead of predicted",
+            expect="PATH (line 15 of your file) must be written out as a list of dispatch key names",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
+                    'fallback still runs\n',
+                    'import torch\nfrom helpers import trace\n\nPATH = trace.path(trace.predict(torch.ops.workbook.add, '
+                    'torch.ones(3, requires_grad=True), torch.ones(3)))\n')]),
+    Mistake('00.predict_path', 'one_string', 'the keys written as one string, not a list of them',
+            expect="PATH (line 12 of your file) must be a list of dispatch key names",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
+                    'fallback still runs\n', 'PATH = "AutogradCPU -> CPU"\n')]),
     # 00.walk
     Mistake('00.walk', 'first_kernel_only', 'stops at the first kernel, as if every kernel ended the call',
             expect='after your 1 kernel(s) the dispatcher calls more',
@@ -548,6 +558,16 @@ MISTAKES = [
                    "outside: it runs at PrivateUse1 only inside another operator's kernel",
             edits=[('    ("aten::add.Tensor", "native"),',
                     '    ("aten::empty_strided", "native"),\n    ("aten::add.Tensor", "native"),')]),
+    Mistake('09.served', 'computed', "the calls computed with the check's own recorder instead of predicted",
+            expect="SERVED (line 21 of your file) must be written out as a list of (operator, server) pairs",
+            edits=[(('SERVED = [\n'
+                     '    ("aten::mm", "native"),  # matmul is CompositeImplicitAutograd: for two matrices it calls mm, '
+                     'which has our kernel\n'),
+                    ('import torch\nfrom helpers import device, trace\n\ndevice.enable()\n'
+                     'x, w, b = (torch.randn(shape).to(device.NAME) for shape in ((4, 5), (5, 3), (3,)))\n'
+                     'with trace.recording() as events:\n    torch.relu(x @ w + b).sum()\n'
+                     'SERVED = device.served(events) or [\n')),
+                   ]),
     # 09.inplace_kernel
     Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul_ run on .cpu() copies, as lesson 09's add_on_a_copy",
             expect='self did not change',

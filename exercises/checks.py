@@ -107,13 +107,20 @@ def walk(path: Path) -> Result:
 @exercise("01.schema", "easy")
 def schema(path: Path) -> Result:
     wanted = torch._C.parse_schema("scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()")
+    text = load_python(path).SCHEMA
+    if text.lstrip().startswith("("):
+        return Result(False, "your schema has no name: m.def(...) takes the operator's name with the schema (lesson 01, "
+                             "section 1, csrc/schemas.cpp)")
     try:
-        yours = torch._C.parse_schema(load_python(path).SCHEMA)
+        yours = torch._C.parse_schema(text)
     except RuntimeError as error:
-        message = str(error).split("please report a bug to PyTorch. ")[-1]  # an assert's boilerplate: not the point
-        return Result(False, f"torch cannot parse it: {message.splitlines()[0]}")
+        # torch's message: what it expected, then the schema with a mark under the place it stopped. An assert's
+        # boilerplate, and the "file a bug report" that the parser adds to an unknown type, are not the reader's.
+        message = str(error).split("please report a bug to PyTorch. ")[-1].replace(", file a bug report", "").strip()
+        return Result(False, f"torch cannot parse it:\n{message}\nLook again at lesson 01, section 2 (the schema "
+                             "grammar).")
     problems = []
-    if yours.name != wanted.name:
+    if yours.name.split("::")[-1] != wanted.name:  # a namespace in front is m.def's to check
         problems.append(f"the operator is named {wanted.name!r}, not {yours.name!r}")
     names = [a.name for a in yours.arguments]
     for want in wanted.arguments:

@@ -35,6 +35,13 @@ class Mistake:
         return text + solution[done:]
 
 
+# 01.alias_annotations' solution, as its mistakes edit it
+ALIAS_DIAG = '    "diag_sum": "diag_sum(Tensor(a) x) -> (Tensor(a), Tensor)",\n'
+ALIAS_CLAMP = '    "clamp_count_": "clamp_count_(Tensor(a!) x, float lo, float hi) -> Tensor",\n'
+ALIAS_MINMAX = ('    "minmax_out": "minmax_out(Tensor x, *, Tensor(a!) min, Tensor(b!) max) '
+                '-> (Tensor(a!), Tensor(b!))",\n')
+ALIAS_TAGS = 'TAGS = {"diag_sum": [], "clamp_count_": [], "minmax_out": [torch.Tag.out]}\n'
+
 MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self's own "
             "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
@@ -138,24 +145,40 @@ MISTAKES = [
               '        if isinstance(arg, torch.Tensor):\n'
               '            keyset = keyset | C._dispatch_keys(arg)\n'))]),
     # 01.alias_annotations
-    Mistake('01.alias_annotations', 'mutation_unmarked', 'clamp_ writes x, and the schema does not say so',
-            expect="clamp_: opcheck's test_schema failed",
-            edits=[('    "clamp_": "clamp_(Tensor(a!) x, float lo, float hi) -> Tensor(a!)",\n',
-             '    "clamp_": "clamp_(Tensor x, float lo, float hi) -> Tensor",\n'),
-            ('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
-             'TAGS = {"diagonal": [], "clamp_": [], "rowsum_out": [torch.Tag.out]}\n')]),
-    Mistake('01.alias_annotations', 'no_tags', 'the mutated arguments returned without the tags',
-            expect='clamp_: torch.compile cannot turn calls of it into functional ones',
-            edits=[('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
-             'TAGS = {"diagonal": [], "clamp_": [], "rowsum_out": []}\n')]),
-    Mistake('01.alias_annotations', 'swapped_tags', 'inplace and out swapped',
-            expect='torch refuses the definition',
-            edits=[('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
-             'TAGS = {"diagonal": [], "clamp_": [torch.Tag.out], "rowsum_out": [torch.Tag.inplace]}\n')]),
-    Mistake('01.alias_annotations', 'view_unmarked', "the view's output is not marked as an alias of x",
-            expect="diagonal: opcheck's test_schema failed",
-            edits=[('    "diagonal": "diagonal(Tensor(a) x) -> Tensor(a)",\n',
-             '    "diagonal": "diagonal(Tensor x) -> Tensor",\n')]),
+    Mistake('01.alias_annotations', 'view_unmarked', "the view's output not marked as sharing x's storage",
+            expect="diag_sum: output 1 shares storage with `x`, and your schema does not say so",
+            edits=[(ALIAS_DIAG, ALIAS_DIAG.replace("(Tensor(a) x) -> (Tensor(a), Tensor)",
+                                                   "(Tensor x) -> (Tensor, Tensor)"))]),
+    Mistake('01.alias_annotations', 'both_outputs_alias', 'the sum, a new tensor, put in the alias set of the view',
+            expect="diag_sum: your schema says output 2 may share storage with `x`, and it never does",
+            edits=[(ALIAS_DIAG, ALIAS_DIAG.replace("(Tensor(a), Tensor)", "(Tensor(a), Tensor(a))"))]),
+    Mistake('01.alias_annotations', 'view_written', 'the view marked as a write of x, as an in-place operator',
+            expect="diag_sum: your schema marks `x` written, and the kernel never writes it",
+            edits=[(ALIAS_DIAG, ALIAS_DIAG.replace("(Tensor(a) x) -> (Tensor(a), Tensor)",
+                                                   "(Tensor(a!) x) -> (Tensor(a!), Tensor)"))]),
+    Mistake('01.alias_annotations', 'count_is_x', "shaped like add_: the count declared as x itself, tagged inplace",
+            expect="clamp_count_: your schema says output 1 may share storage with `x`, and it never does",
+            edits=[(ALIAS_CLAMP, ALIAS_CLAMP.replace("-> Tensor", "-> Tensor(a!)")),
+                   (ALIAS_TAGS, ALIAS_TAGS.replace('"clamp_count_": []', '"clamp_count_": [torch.Tag.inplace]'))]),
+    Mistake('01.alias_annotations', 'write_unmarked', 'x written in place, and the schema does not say so',
+            expect="clamp_count_: the kernel writes `x`, and your schema does not mark it written",
+            edits=[(ALIAS_CLAMP, ALIAS_CLAMP.replace("Tensor(a!) x", "Tensor x"))]),
+    Mistake('01.alias_annotations', 'inplace_tag_on_count', 'tagged inplace, though it returns a new tensor',
+            expect="clamp_count_: torch refuses the definition: Schema tagged with torch.Tag.inplace must return",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace('"clamp_count_": []', '"clamp_count_": [torch.Tag.inplace]'))]),
+    Mistake('01.alias_annotations', 'one_alias_set', 'min and max in one alias set, as if they could be one tensor',
+            expect="minmax_out: your schema says output 1 may share storage with `max`, and it never does",
+            edits=[(ALIAS_MINMAX, ALIAS_MINMAX.replace("(b!)", "(a!)"))]),
+    Mistake('01.alias_annotations', 'no_out_tag', 'the buffers returned without the out tag',
+            expect="minmax_out: it returns arguments it writes, and no tag says which kind of mutation that is",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace("[torch.Tag.out]", "[]"))]),
+    Mistake('01.alias_annotations', 'returns_nothing', 'the out= operator declared to return nothing',
+            expect="minmax_out: the kernel returns 2 tensor(s); your schema declares none",
+            edits=[(ALIAS_MINMAX, ALIAS_MINMAX.replace("-> (Tensor(a!), Tensor(b!))", "-> ()")),
+                   (ALIAS_TAGS, ALIAS_TAGS.replace("[torch.Tag.out]", "[]"))]),
+    Mistake('01.alias_annotations', 'view_tag', 'the view tagged inplace_view, as if it changed x\'s metadata',
+            expect="diag_sum: tagged inplace_view, a kind of mutation its kernel does not do",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace('"diag_sum": []', '"diag_sum": [torch.Tag.inplace_view]'))]),
     # 01.schema
     Mistake('01.schema', 'limit_positional', 'limit can be passed by position',
             expect='can only be passed by keyword',

@@ -271,6 +271,10 @@ def alias_annotations(path: Path) -> Result:
 @exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
     answer = load_python(path)
+    if answer.KEY in ("", "Undefined"):  # Library.impl then registers at a key of its choosing, which KEY does not name
+        return Result(False, f"KEY {answer.KEY!r} names no dispatch key: torch then registers the kernel at a key of its "
+                             "own choosing. Which key is that, and why does it fit? Name it (lesson 02, sections 3 and "
+                             "4).")
     with operator("softplus2(Tensor x) -> Tensor", answer.softplus2, answer.KEY):
         op = torch.ops.exercise.softplus2.default
         problems = []

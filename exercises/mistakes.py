@@ -217,6 +217,9 @@ MISTAKES = [
             expect="torch's autograd fallback",
             edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n',
              'KEY = "CompositeExplicitAutograd"\n')]),
+    Mistake('02.composite_key', 'no_key', "no key named: Library.impl's default, which the reader cannot name",
+            expect="KEY '' names no dispatch key",
+            edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n', 'KEY = ""\n')]),
     # 02.meta_kernel
     Mistake('02.meta_kernel', 'concrete_sizes', 'the right shape from size(0), a plain number where sizes are symbols',
             expect='compiled 3 times for 3 sizes',

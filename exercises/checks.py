@@ -308,36 +308,114 @@ def _inference(op):
         return op(torch.randn(3))
 
 
+def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(a, b) for 02.meta_kernel: ranks 0 to 2, empty and transposed tensors, float32 and float64 in every pairing
+    (a 0-d tensor's dtype weighs less in type promotion than one with dimensions)."""
+    f32, f64 = torch.float32, torch.float64
+    generator = torch.Generator().manual_seed(0)
+
+    def tensor(shape, dtype):
+        return torch.randn(shape, generator=generator, dtype=dtype)
+
+    return [(tensor(4, f32), tensor(3, f32)), (tensor(1, f32), tensor(6, f32)), (tensor((2, 3), f32), tensor(4, f32)),
+            (tensor(3, f64), tensor((2, 2), f64)), (tensor(3, f32), tensor(4, f64)), (tensor(2, f64), tensor(5, f32)),
+            (tensor(0, f32), tensor(5, f32)), (tensor((2, 0), f64), tensor(3, f64)), (tensor((), f64), tensor(3, f32)),
+            (tensor(3, f32), tensor((), f64)), (tensor((), f32), tensor((), f32)),
+            (tensor((3, 2), f32).t(), tensor((4, 2), f32)[:, 0])]
+
+
+def _described(tensor: torch.Tensor) -> str:
+    return f"{list(tensor.shape)} {str(tensor.dtype).removeprefix('torch.')}" + (
+        "" if tensor.is_contiguous() else " (transposed)")
+
+
+def _meta_difference(real: torch.Tensor, fake: torch.Tensor, inputs: tuple[torch.Tensor, ...]) -> str | None:
+    """How the Meta kernel's output differs from the CPU kernel's, in what torch.compile plans with; None if not."""
+    from torch._prims_common import check_significant_strides
+
+    if fake.device.type != "meta":
+        return f"your kernel returns a tensor on {fake.device}, not on the inputs' device (meta)"
+    if fake.shape != real.shape:
+        return f"your kernel returns shape {list(fake.shape)}; the CPU kernel {list(real.shape)}"
+    if fake.dtype != real.dtype:
+        return f"your kernel returns {fake.dtype}; the CPU kernel {real.dtype}"
+    if any(fake.untyped_storage()._cdata == tensor.untyped_storage()._cdata for tensor in inputs):
+        return ("your kernel returns a view of an input, sharing its storage: the CPU kernel returns a new tensor, and "
+                "the schema promises one")
+    if not check_significant_strides(real, fake, only_cuda=False)[0]:
+        return (f"your kernel returns strides {list(fake.stride())}; the CPU kernel {list(real.stride())}: compiled "
+                "code that reads the output by its strides reads the wrong elements")
+    return None
+
+
+def _innermost(error: BaseException) -> BaseException:
+    """The error at the bottom of a chain: the compiler wraps the kernel's in its own, several times over."""
+    while (inner := error.__cause__ or error.__context__) is not None:
+        error = inner
+    return error
+
+
+_SYMBOLS = "lesson 01, 'Sizes are SymInt', and lesson 02, section 2 (csrc/meta.cpp)"
+
+
 @exercise("02.meta_kernel", "hard")
 def meta_kernel(path: Path) -> Result:
     load_cpp("exercise02_outer", path, label="your 02_meta_kernel.cpp")
     outer = torch.ops.exercise02.outer
     problems = []
-    for a, b in [(torch.randn(4), torch.randn(3)), (torch.randn(1), torch.randn(6))]:
-        real, fake = outer(a, b), outer(a.to("meta"), b.to("meta"))
-        if (fake.shape, fake.dtype) != (real.shape, real.dtype):
-            problems.append(f"on meta tensors of {len(a)} and {len(b)} elements your kernel returns shape "
-                            f"{list(fake.shape)} and {fake.dtype}; the CPU kernel returns {list(real.shape)} and "
-                            f"{real.dtype}. torch.compile would plan the rest of the graph with the wrong one.")
+    for a, b in _outer_samples():
+        what = f"on meta tensors {_described(a)} and {_described(b)}"
+        real = outer(a, b)
+        expected = (a.reshape(-1, 1) * b.reshape(1, -1)).reshape(a.shape + b.shape).to(torch.result_type(a, b))
+        if real.dtype != expected.dtype or not real.is_contiguous() or not torch.allclose(real, expected):
+            return Result(False, f"on {_described(a)} and {_described(b)} the CPU kernel no longer returns the "
+                                 "contiguous outer product in a * b's dtype: the task is the Meta kernel, and the CPU "
+                                 "kernel is what it must agree with")
+        on_meta = (a.to("meta"), b.to("meta"))
+        try:
+            fake = outer(*on_meta)
+        except Exception as error:  # noqa: BLE001 - a C++ exception arrives as whichever Python error torch maps it to
+            problems.append(f"{what} your kernel raised {type(error).__name__}: "
+                            f"{str(error).strip().splitlines()[0][:200]}; the CPU kernel runs")
+            continue
+        if difference := _meta_difference(real, fake, on_meta):
+            problems.append(f"{what} {difference}")
     if problems:
-        return Result(False, "\n".join(problems))
+        more = f"\n(and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        return Result(False, "\n".join(problems[:3]) + more + "\nThe Meta kernel must give what the CPU kernel "
+                             "gives: read outer_cpu, and lesson 02, section 2.")
+    for a, b in [(torch.ones(3, dtype=torch.int64), torch.ones(2)), (torch.ones(3), torch.ones(2, dtype=torch.half))]:
+        try:
+            outer(a, b)
+            continue  # the CPU kernel takes them (the first check above says if it should not)
+        except RuntimeError as error:
+            refusal = str(error).splitlines()[0]
+        try:
+            outer(a.to("meta"), b.to("meta"))
+        except RuntimeError:
+            continue
+        return Result(False, f"on meta tensors {_described(a)} and {_described(b)} your kernel returns a tensor, and "
+                             f"the CPU kernel refuses them ({refusal}): torch.compile would trace a call that fails "
+                             "when it runs. A Meta kernel runs the CPU kernel's checks (lesson 02, section 2).")
     from torch._dynamo.testing import CompileCounterWithBackend  # here: importing torch._dynamo costs 2 s
 
     counter = CompileCounterWithBackend("aot_eager")  # fake tensors and AOTAutograd, no code generation
     compiled = torch.compile(lambda a, b: outer(a, b) * 2, backend=counter, dynamic=True, fullgraph=True)
     try:
-        for n, m in [(3, 4), (5, 7), (9, 2)]:
-            a, b = torch.randn(n), torch.randn(m)
+        for n, m in [(3, 4), (5, 7), (9, 6)]:  # no size twice in a call: torch.compile gives equal sizes one symbol
+            a, b = torch.randn(n), torch.randn(m, 2)
             torch.testing.assert_close(compiled(a, b), outer(a, b) * 2)
     except Exception as error:  # noqa: BLE001 - the compiler wraps the kernel's error
-        first = str(error).splitlines()[0]
-        return Result(False, f"under torch.compile(dynamic=True) your Meta kernel failed: {first[:300]}\nThere, sizes are "
-                             "symbols rather than numbers (lesson 06, section 5).")
+        cause = _innermost(error)
+        return Result(False, f"under torch.compile(dynamic=True), with fake tensors whose sizes are symbols, your "
+                             f"Meta kernel failed: {type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]}\n"
+                             f"Look again at {_SYMBOLS}.")
     if counter.frame_count != 1:
         return Result(False, f"torch.compile(dynamic=True) compiled {counter.frame_count} times for 3 sizes, not once: "
                              "your Meta kernel turned a symbolic size into a number, and the compiled graph had to be "
-                             "specialized to it (lesson 06, section 5)")
-    return Result(True, "right shape and dtype on meta tensors, and one compile for three sizes")
+                             f"specialized to it ({_SYMBOLS})")
+    return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
+                        "its refusals, and one compile for three sizes")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,6 +41,10 @@ ALIAS_CLAMP = '    "clamp_count_": "clamp_count_(Tensor(a!) x, float lo, float h
 ALIAS_MINMAX = ('    "minmax_out": "minmax_out(Tensor x, *, Tensor(a!) min, Tensor(b!) max) '
                 '-> (Tensor(a!), Tensor(b!))",\n')
 ALIAS_TAGS = 'TAGS = {"diag_sum": [], "clamp_count_": [], "minmax_out": [torch.Tag.out]}\n'
+# 02.meta_kernel's solution, likewise
+OUTER_SIZES = ("  std::vector<c10::SymInt> sizes(a.sym_sizes().begin(), a.sym_sizes().end());\n"
+               "  sizes.insert(sizes.end(), b.sym_sizes().begin(), b.sym_sizes().end());\n")
+OUTER_RETURN = "  return at::empty_symint(sizes, a.options().dtype(at::result_type(a, b)));\n"
 
 MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self's own "
             "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
@@ -221,21 +225,53 @@ MISTAKES = [
             expect="KEY '' names no dispatch key",
             edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n', 'KEY = ""\n')]),
     # 02.meta_kernel
-    Mistake('02.meta_kernel', 'concrete_sizes', 'the right shape from size(0), a plain number where sizes are symbols',
+    Mistake('02.meta_kernel', 'swapped', "b's sizes before a's",
+            expect="on meta tensors [4] float32 and [3] float32 your kernel returns shape [3, 4]",
+            edits=[(OUTER_SIZES, "  std::vector<c10::SymInt> sizes(b.sym_sizes().begin(), b.sym_sizes().end());\n"
+                                 "  sizes.insert(sizes.end(), a.sym_sizes().begin(), a.sym_sizes().end());\n")]),
+    Mistake('02.meta_kernel', 'dtype_of_a', "a's dtype, where the CPU kernel promotes",
+            expect="on meta tensors [3] float32 and [4] float64 your kernel returns torch.float32",
+            edits=[(OUTER_RETURN, OUTER_RETURN.replace(".dtype(at::result_type(a, b))", ""))]),
+    Mistake('02.meta_kernel', 'promote_types', "promoteTypes of the two dtypes: a 0-d tensor's weighs less in a * b",
+            expect="on meta tensors [] float64 and [3] float32 your kernel returns torch.float64",
+            edits=[(OUTER_RETURN, OUTER_RETURN.replace("at::result_type(a, b)",
+                                                       "c10::promoteTypes(a.scalar_type(), b.scalar_type())"))]),
+    Mistake('02.meta_kernel', 'column_major', 'the right shape laid out column-major (the CPU kernel: row-major)',
+            expect="your kernel returns strides [1, 4]; the CPU kernel [3, 1]",
+            edits=[(OUTER_RETURN,
+                    "  std::vector<c10::SymInt> reversed(sizes.rbegin(), sizes.rend());\n"
+                    "  std::vector<int64_t> order;\n"
+                    "  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) order.push_back(d);\n"
+                    "  const auto options = a.options().dtype(at::result_type(a, b));\n"
+                    "  return at::empty_symint(reversed, options).permute(order);\n")]),
+    Mistake('02.meta_kernel', 'expanded_input', "a view of `a` expanded to the output's shape: no new tensor",
+            expect="your kernel returns a view of an input, sharing its storage",
+            edits=[(OUTER_RETURN,
+                    "  std::vector<c10::SymInt> a_shape(a.sym_sizes().begin(), a.sym_sizes().end());\n"
+                    "  a_shape.resize(sizes.size(), 1);\n"
+                    "  return a.view_symint(a_shape).expand_symint(sizes);\n")]),
+    Mistake('02.meta_kernel', 'cpu_device', "options without a's device: a CPU tensor for meta inputs",
+            expect="your kernel returns a tensor on cpu, not on the inputs' device (meta)",
+            edits=[(OUTER_RETURN, OUTER_RETURN.replace("a.options().dtype(", "at::TensorOptions().dtype("))]),
+    Mistake('02.meta_kernel', 'no_checks', "the CPU kernel's checks left out: a call it refuses traces",
+            expect="and the CPU kernel refuses them (exercise02::outer: float32 or float64 tensors only",
+            edits=[("  check_inputs(a, b);\n  // a's sizes", "  // a's sizes")]),
+    Mistake('02.meta_kernel', 'int_sizes', 'sizes() where sizes are symbols: the compiled graph specializes',
             expect='compiled 3 times for 3 sizes',
-            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
-              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
-             '  return at::empty({a.size(0), b.size(0)}, a.options());\n')]),
-    Mistake('02.meta_kernel', 'swapped', 'the shape the other way round',
-            expect='your kernel returns shape [3, 4]',
-            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
-              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
-             '  return at::empty_symint({b.sym_size(0), a.sym_size(0)}, a.options());\n')]),
-    Mistake('02.meta_kernel', 'wrong_dtype', 'a float64 output',
-            expect='torch.float64',
-            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
-              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
-             '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options().dtype(at::kDouble));\n')]),
+            edits=[(OUTER_SIZES, OUTER_SIZES.replace("c10::SymInt", "int64_t").replace("sym_sizes", "sizes")),
+                   (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
+    Mistake('02.meta_kernel', 'concrete_sizes', 'each size read with size(d), a plain number where sizes are symbols',
+            expect='compiled 3 times for 3 sizes',
+            edits=[(OUTER_SIZES, "  std::vector<int64_t> sizes;\n"
+                                 "  for (int64_t d = 0; d < a.dim(); ++d) sizes.push_back(a.size(d));\n"
+                                 "  for (int64_t d = 0; d < b.dim(); ++d) sizes.push_back(b.size(d));\n"),
+                   (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
+    Mistake('02.meta_kernel', 'expect_int', 'each SymInt unpacked to an int: fine on meta tensors, an error on symbols',
+            expect="your Meta kernel failed: RuntimeError: when unpacking SymInt, expected int but got s",
+            edits=[(OUTER_SIZES, "  std::vector<int64_t> sizes;\n"
+                                 "  for (const c10::SymInt& size : a.sym_sizes()) sizes.push_back(size.expect_int());\n"
+                                 "  for (const c10::SymInt& size : b.sym_sizes()) sizes.push_back(size.expect_int());\n"),
+                   (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
     # 03.fallthrough
     Mistake('03.fallthrough', 'ad_inplace_or_view', 'ADInplaceOrView, a fallthrough already',
             expect="at AutogradCPU, torch's autograd fallback still runs",

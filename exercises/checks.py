@@ -270,22 +270,37 @@ def alias_annotations(path: Path) -> Result:
 
 @exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
+    from contextlib import nullcontext
+
     answer = load_python(path)
     if answer.KEY in ("", "Undefined"):  # Library.impl then registers at a key of its choosing, which KEY does not name
-        return Result(False, f"KEY {answer.KEY!r} names no dispatch key: torch then registers the kernel at a key of its "
-                             "own choosing. Which key is that, and why does it fit? Name it (lesson 02, sections 3 and "
-                             "4).")
+        return Result(False, f"KEY {answer.KEY!r} names no dispatch key: torch then registers the kernel at a key of "
+                             "its own choosing. Which key is that, and why does it fit? Name it (lesson 02, sections 3 "
+                             "and 4).")
+    if torch._C._parse_dispatch_key(answer.KEY) is None:
+        return Result(False, f"torch knows no dispatch key named {answer.KEY!r} (lesson 02, section 3: the keys a "
+                             "registration can name)")
     with operator("softplus2(Tensor x) -> Tensor", answer.softplus2, answer.KEY):
         op = torch.ops.exercise.softplus2.default
         problems = []
-        for what, run in [("CPU tensors", lambda: op(torch.randn(3))),
-                          ("meta tensors (what torch.compile and torch.export trace with)",
-                           lambda: op(torch.empty(3, device="meta"))),
-                          ("inside torch.inference_mode()", lambda: _inference(op))]:
+        for what, x, context in [("CPU tensors", torch.randn(3), nullcontext),
+                                 ("float64 CPU tensors", torch.randn(3, dtype=torch.float64), nullcontext),
+                                 ("a transposed CPU tensor", torch.randn(3, 2).t(), nullcontext),
+                                 ("meta tensors (what torch.compile and torch.export trace with)",
+                                  torch.empty(3, device="meta"), nullcontext),
+                                 ("inside torch.inference_mode()", torch.randn(3), torch.inference_mode)]:
             try:
-                run()
+                with context():
+                    out = op(x)
             except (NotImplementedError, RuntimeError) as error:
                 problems.append(f"{what}: {type(error).__name__}: {str(error).split('. ')[0][:200]}.")
+                continue
+            expected = (torch.log1p(torch.exp(2 * x.double())) / 2).to(x.dtype)
+            if (out.dtype, out.shape, out.device) != (x.dtype, x.shape, x.device):
+                problems.append(f"{what}: the output is {out.dtype}, shape {list(out.shape)} on {out.device}; the "
+                                f"input {x.dtype}, shape {list(x.shape)} on {x.device}")
+            elif x.device.type != "meta" and not torch.allclose(out, expected):
+                problems.append(f"{what}: wrong values")
         x = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -298,14 +313,14 @@ def composite_key(path: Path) -> Result:
                             "deprecated: autograd never saw the operations inside your kernel")
         elif not torch.allclose(grad, torch.sigmoid(2 * x.detach())):
             problems.append(f"wrong gradient: {grad.tolist()}")
-        hint = ("\nLook again at lesson 02, section 3: which registration fills every backend key and the Autograd keys, "
-                "so that autograd sees the operations inside the kernel?")
+        if answer.KEY == "CompositeImplicitAutograd":  # the key is right: the kernel is at fault
+            hint = ("\nThe key is right; look at the kernel. Lesson 02, sections 3 and 4: a composite kernel runs on "
+                    "every kind of tensor that reaches it, with autograd watching: torch operations only, in the "
+                    "input's dtype and device, for any layout.")
+        else:
+            hint = ("\nLook again at lesson 02, section 3: which registration fills every backend key and the Autograd "
+                    "keys, so that autograd sees the operations inside the kernel?")
         return Result(not problems, "\n".join(problems) + hint if problems else f"{answer.KEY}: every case works")
-
-
-def _inference(op):
-    with torch.inference_mode():
-        return op(torch.randn(3))
 
 
 def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -38,10 +38,18 @@ def predict_path(path: Path) -> Result:
     build.load_all("schemas", "cpu")
     x, y = torch.ones(3, requires_grad=True), torch.ones(3)
     with torch.no_grad():
-        actual = call_path(torch.ops.workbook.add, x, y)
-    answer = read_literal(path, "PATH", "a list of dispatch key names, each in quotes",
-                          lambda value: isinstance(value, (list, tuple)) and all(isinstance(key, str) for key in value))
-    return compare_paths(list(answer), actual, "lesson 00, section 2: what no_grad changes, and what not.")
+        steps = trace.predict(torch.ops.workbook.add, x, y)
+    actual = trace.path(steps)
+    answer = list(read_literal(path, "PATH", "a list of dispatch key names, each in quotes",
+                               lambda value: isinstance(value, (list, tuple)) and all(isinstance(k, str) for k in value)))
+    # Where to look depends on what the dispatcher does at the reader's first wrong key.
+    i = first_difference(answer, actual)
+    status = next((step.status for step in steps if i is not None and step.key == answer[i]), None)
+    where_to_look = {"fallthrough": "lesson 00, sections 3 and 4: what the dispatcher does at a key whose entry is a "
+                                    "fallthrough.",
+                     "excluded": "lesson 00, section 2: which keys the thread-local exclude set takes out of every "
+                                 "call."}.get(status, "lesson 00, section 2: what no_grad changes, and what not.")
+    return compare_paths(answer, actual, where_to_look)
 
 
 def _walk_cases():
@@ -130,8 +138,8 @@ def schema(path: Path) -> Result:
         if have is None:
             problems.append(f"argument `{want.name}` is missing")
             continue
-        if str(have.type) != str(want.type):
-            problems.append(f"`{want.name}` has type {have.type}; the task asks for another")
+        if have.real_type.str() != want.real_type.str():  # as the schema spells it (lesson 01, section 2)
+            problems.append(f"`{want.name}` has type {have.real_type.str()}; the task asks for another")
         if have.has_default_value() != want.has_default_value() or (
                 want.has_default_value() and have.default_value != want.default_value):
             problems.append(f"`{want.name}`'s default is wrong or missing")

@@ -59,11 +59,13 @@ MISTAKES = [
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["ADInplaceOrView", "CPU"]\n')]),
     Mistake('00.predict_path', 'autocast_too', 'AutocastCPU, which the exclude set removes',
-            expect="your kernel 1, 'AutocastCPU'",
+            expect="your kernel 1, 'AutocastCPU', is not the one the dispatcher calls there.\nLook again at lesson 00, "
+                   "section 2: which keys the thread-local exclude set takes out of every call.",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["AutocastCPU", "AutogradCPU", "CPU"]\n')]),
     Mistake('00.predict_path', 'with_fallthroughs', 'the fallthrough keys listed as kernels',
-            expect="your kernel 2, 'ADInplaceOrView'",
+            expect="your kernel 2, 'ADInplaceOrView', is not the one the dispatcher calls there.\nLook again at "
+                   "lesson 00, sections 3 and 4: what the dispatcher does at a key whose entry is a fallthrough.",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["AutogradCPU", "ADInplaceOrView", "BackendSelect", "CPU"]\n')]),
     Mistake('00.predict_path', 'computed', "the path computed with the check's own tool instead of predicted",

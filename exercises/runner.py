@@ -75,12 +75,12 @@ def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float
         if returncode == 0 and (written := verdict.read()):
             return Result(**json.loads(written))
         output, stacks_written = log.read().strip(), stacks.read()
-    if stacks_written:
-        lines = [int(line) for file, line in re.findall(r'File "(.*)", line (\d+)', stacks_written) if file == str(path)]
+    if stacks_written:  # innermost frame first: the first line in the reader's file is where their code was
+        lines = [line for file, line in re.findall(r'File "(.*)", line (\d+)', stacks_written) if file == str(path)]
         where = f" (it was at line {lines[0]} of your file)" if lines else ""
         return Result(False, f"your code ran for {running_limit:.0f} s without finishing{where}: does it loop forever?")
-    last = next((line for line in reversed(output.splitlines()) if line.strip() and not progress.is_progress_line(line)),
-                "")
+    said = [line for line in output.splitlines() if line.strip() and not progress.is_progress_line(line)]
+    last = said[-1] if said else ""
     if returncode < 0:
         why = EXERCISES[exercise_id].on_crash
         return Result(False, f"the check's process died ({signal.Signals(-returncode).name}) while running your code"
@@ -88,4 +88,5 @@ def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float
     if "Traceback (most recent call last)" in output:  # the check itself failed: a bug of the workbook's
         return Result(False, f"the check's process failed (exit {returncode}):\n{output[-1500:]}")
     return Result(False, f"your code ended the check's process with exit code {returncode} before the check could "
-                         "give its verdict (os._exit, or exit() in C++?)" + (f"; its last words: {last}" if last else ""))
+                         "give its verdict (os._exit, or exit() in C++?)"
+                         + (f"; its last words: {last}" if last else ""))

@@ -40,8 +40,8 @@ def predict_path(path: Path) -> Result:
     with torch.no_grad():
         steps = trace.predict(torch.ops.workbook.add, x, y)
     actual = trace.path(steps)
-    answer = list(read_literal(path, "PATH", "a list of dispatch key names, each in quotes",
-                               lambda value: isinstance(value, (list, tuple)) and all(isinstance(k, str) for k in value)))
+    answer = list(read_literal(path, "PATH", "a list of dispatch key names, each in quotes", lambda value: isinstance(
+        value, (list, tuple)) and all(isinstance(key, str) for key in value)))
     # Where to look depends on what the dispatcher does at the reader's first wrong key.
     i = first_difference(answer, actual)
     status = next((step.status for step in steps if i is not None and step.key == answer[i]), None)
@@ -332,7 +332,7 @@ def composite_key(path: Path) -> Result:
 
 
 def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(a, b) for 02.meta_kernel: ranks 0 to 2, empty and transposed tensors, float32 and float64 in every pairing
+    """(a, b) for 02.meta_kernel: ranks 0 to 2, empty and non-contiguous tensors, float32 and float64 in every pairing
     (a 0-d tensor's dtype weighs less in type promotion than one with dimensions)."""
     f32, f64 = torch.float32, torch.float64
     generator = torch.Generator().manual_seed(0)
@@ -349,7 +349,7 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 def _described(tensor: torch.Tensor) -> str:
     return f"{list(tensor.shape)} {str(tensor.dtype).removeprefix('torch.')}" + (
-        "" if tensor.is_contiguous() else " (transposed)")
+        "" if tensor.is_contiguous() else " (non-contiguous)")
 
 
 def _meta_difference(real: torch.Tensor, fake: torch.Tensor, inputs: tuple[torch.Tensor, ...]) -> str | None:

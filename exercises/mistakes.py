@@ -72,8 +72,8 @@ MISTAKES = [
             expect="PATH (line 15 of your file) must be written out as a list of dispatch key names",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
                     'fallback still runs\n',
-                    'import torch\nfrom helpers import trace\n\nPATH = trace.path(trace.predict(torch.ops.workbook.add, '
-                    'torch.ones(3, requires_grad=True), torch.ones(3)))\n')]),
+                    'import torch\nfrom helpers import trace\n\nPATH = trace.path(trace.predict('
+                    'torch.ops.workbook.add, torch.ones(3, requires_grad=True), torch.ones(3)))\n')]),
     Mistake('00.predict_path', 'one_string', 'the keys written as one string, not a list of them',
             expect="PATH (line 12 of your file) must be a list of dispatch key names",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
@@ -232,7 +232,8 @@ MISTAKES = [
                     'KEY = "Math"\n')]),
     Mistake('02.composite_key', 'float32_kernel', 'the kernel computes in float32, whatever the input',
             expect="float64 CPU tensors: the output is torch.float32",
-            edits=[("    return torch.log1p(torch.exp(2 * x)) / 2\n", "    return torch.log1p(torch.exp(2 * x.float())) / 2\n")]),
+            edits=[("    return torch.log1p(torch.exp(2 * x)) / 2\n",
+                    "    return torch.log1p(torch.exp(2 * x.float())) / 2\n")]),
     Mistake('02.composite_key', 'flat_view', "the kernel flattens with view(), which a transposed input refuses",
             expect="a transposed CPU tensor: RuntimeError: view size is not compatible",
             edits=[("    return torch.log1p(torch.exp(2 * x)) / 2\n",
@@ -282,8 +283,8 @@ MISTAKES = [
     Mistake('02.meta_kernel', 'expect_int', 'each SymInt unpacked to an int: fine on meta tensors, an error on symbols',
             expect="your Meta kernel failed: RuntimeError: when unpacking SymInt, expected int but got s",
             edits=[(OUTER_SIZES, "  std::vector<int64_t> sizes;\n"
-                                 "  for (const c10::SymInt& size : a.sym_sizes()) sizes.push_back(size.expect_int());\n"
-                                 "  for (const c10::SymInt& size : b.sym_sizes()) sizes.push_back(size.expect_int());\n"),
+                                 "  for (const c10::SymInt& s : a.sym_sizes()) sizes.push_back(s.expect_int());\n"
+                                 "  for (const c10::SymInt& s : b.sym_sizes()) sizes.push_back(s.expect_int());\n"),
                    (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
     # 03.fallthrough
     Mistake('03.fallthrough', 'ad_inplace_or_view', 'ADInplaceOrView, a fallthrough already',
@@ -644,8 +645,8 @@ MISTAKES = [
     Mistake('09.served', 'computed', "the calls computed with the check's own recorder instead of predicted",
             expect="SERVED (line 21 of your file) must be written out as a list of (operator, server) pairs",
             edits=[(('SERVED = [\n'
-                     '    ("aten::mm", "native"),  # matmul is CompositeImplicitAutograd: for two matrices it calls mm, '
-                     'which has our kernel\n'),
+                     '    ("aten::mm", "native"),  # matmul is CompositeImplicitAutograd: for two matrices it calls '
+                     'mm, which has our kernel\n'),
                     ('import torch\nfrom helpers import device, trace\n\ndevice.enable()\n'
                      'x, w, b = (torch.randn(shape).to(device.NAME) for shape in ((4, 5), (5, 3), (3,)))\n'
                      'with trace.recording() as events:\n    torch.relu(x @ w + b).sum()\n'

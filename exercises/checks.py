@@ -11,13 +11,16 @@ from __future__ import annotations
 import random
 import traceback
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
 from helpers import build, device, shipping, trace
 
-from .toolkit import Result, call_path, compare_paths, exercise, first_difference, load_python, mentions, operator
+from .toolkit import (Result, call_path, compare_paths, exercise, first_difference, load_cpp, load_python, mentions,
+                      operator, read_literal)
 
 FALLBACK_WARNING = "an autograd kernel was not registered"
 
@@ -35,8 +38,18 @@ def predict_path(path: Path) -> Result:
     build.load_all("schemas", "cpu")
     x, y = torch.ones(3, requires_grad=True), torch.ones(3)
     with torch.no_grad():
-        actual = call_path(torch.ops.workbook.add, x, y)
-    return compare_paths(load_python(path).PATH, actual, "lesson 00, section 2: what no_grad changes, and what not.")
+        steps = trace.predict(torch.ops.workbook.add, x, y)
+    actual = trace.path(steps)
+    answer = list(read_literal(path, "PATH", "a list of dispatch key names, each in quotes", lambda value: isinstance(
+        value, (list, tuple)) and all(isinstance(key, str) for key in value)))
+    # Where to look depends on what the dispatcher does at the reader's first wrong key.
+    i = first_difference(answer, actual)
+    status = next((step.status for step in steps if i is not None and step.key == answer[i]), None)
+    where_to_look = {"fallthrough": "lesson 00, sections 3 and 4: what the dispatcher does at a key whose entry is a "
+                                    "fallthrough.",
+                     "excluded": "lesson 00, section 2: which keys the thread-local exclude set takes out of every "
+                                 "call."}.get(status, "lesson 00, section 2: what no_grad changes, and what not.")
+    return compare_paths(answer, actual, where_to_look)
 
 
 def _walk_cases():
@@ -104,13 +117,20 @@ def walk(path: Path) -> Result:
 @exercise("01.schema", "easy")
 def schema(path: Path) -> Result:
     wanted = torch._C.parse_schema("scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()")
+    text = load_python(path).SCHEMA
+    if text.lstrip().startswith("("):
+        return Result(False, "your schema has no name: m.def(...) takes the operator's name with the schema "
+                             "(lesson 01, section 1, csrc/schemas.cpp)")
     try:
-        yours = torch._C.parse_schema(load_python(path).SCHEMA)
+        yours = torch._C.parse_schema(text)
     except RuntimeError as error:
-        message = str(error).split("please report a bug to PyTorch. ")[-1]  # an assert's boilerplate: not the point
-        return Result(False, f"torch cannot parse it: {message.splitlines()[0]}")
+        # torch's message: what it expected, then the schema with a mark under the place it stopped. An assert's
+        # boilerplate, and the "file a bug report" that the parser adds to an unknown type, are not the reader's.
+        message = str(error).split("please report a bug to PyTorch. ")[-1].replace(", file a bug report", "").strip()
+        return Result(False, f"torch cannot parse it:\n{message}\nLook again at lesson 01, section 2 (the schema "
+                             "grammar).")
     problems = []
-    if yours.name != wanted.name:
+    if yours.name.split("::")[-1] != wanted.name:  # a namespace in front is m.def's to check
         problems.append(f"the operator is named {wanted.name!r}, not {yours.name!r}")
     names = [a.name for a in yours.arguments]
     for want in wanted.arguments:
@@ -118,8 +138,8 @@ def schema(path: Path) -> Result:
         if have is None:
             problems.append(f"argument `{want.name}` is missing")
             continue
-        if str(have.type) != str(want.type):
-            problems.append(f"`{want.name}` has type {have.type}; the task asks for another")
+        if have.real_type.str() != want.real_type.str():  # as the schema spells it (lesson 01, section 2)
+            problems.append(f"`{want.name}` has type {have.real_type.str()}; the task asks for another")
         if have.has_default_value() != want.has_default_value() or (
                 want.has_default_value() and have.default_value != want.default_value):
             problems.append(f"`{want.name}`'s default is wrong or missing")
@@ -140,51 +160,116 @@ def schema(path: Path) -> Result:
     return _problems(problems, "the schema the task describes")
 
 
+def _clamp_count_(x, lo, hi):
+    changed = ((x < lo) | (x > hi)).sum()
+    x.clamp_(lo, hi)
+    return changed
+
+
+def _minmax_out(x, *, min, max):
+    torch.amin(x, 1, out=min)
+    torch.amax(x, 1, out=max)
+    return min, max
+
+
+@dataclass(frozen=True)
+class _AliasTruth:
+    """What a kernel of 01.alias_annotations does, which its schema must promise: nothing less, nothing more."""
+    kernel: Callable
+    fake: Callable
+    samples: Callable  # () -> [(args, kwargs)], made fresh per call: a contiguous and a transposed input
+    arguments: tuple[str, ...]
+    written: frozenset[str]
+    outputs: tuple[str | None, ...]  # per output, the argument whose storage it shares (None: a new tensor)
+    tag: torch.Tag | None  # the mutation tag it needs
+    compiles: bool  # whether torch.compile takes it: not a custom operator that returns a view
+
+
+_MUTATION_TAGS = (torch.Tag.inplace, torch.Tag.out, torch.Tag.inplace_view)
 ALIAS_OPS = {
-    # name: (kernel, fake kernel, sample arguments (made fresh per call), which opcheck tests apply)
-    "diagonal": (lambda x: x.diagonal(), lambda x: x.diagonal(), lambda: (torch.randn(3, 3),),
-                 ("test_schema", "test_faketensor")),
-    "clamp_": (lambda x, lo, hi: x.clamp_(lo, hi), lambda x, lo, hi: x, lambda: (torch.randn(5), -0.5, 0.5),
-               ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")),
-    "rowsum_out": (lambda x, *, out: torch.sum(x, 1, out=out), lambda x, *, out: out,
-                   lambda: (torch.randn(3, 4),), ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")),
+    "diag_sum": _AliasTruth(
+        lambda x: (x.diagonal(), x.diagonal().sum()), lambda x: (x.diagonal(), x.new_empty(())),
+        lambda: [((torch.randn(3, 4),), {}), ((torch.randn(4, 3).t(),), {})],
+        ("x",), frozenset(), ("x", None), None, False),
+    "clamp_count_": _AliasTruth(
+        _clamp_count_, lambda x, lo, hi: x.new_empty((), dtype=torch.int64),
+        lambda: [((torch.randn(2, 5), -0.5, 0.5), {}), ((torch.randn(5, 2).t(), -0.5, 0.5), {})],
+        ("x", "lo", "hi"), frozenset({"x"}), (None,), None, True),
+    "minmax_out": _AliasTruth(
+        _minmax_out, lambda x, *, min, max: (min, max),
+        lambda: [((x,), {"min": torch.empty(3), "max": torch.empty(3)})
+                 for x in (torch.randn(3, 4), torch.randn(4, 3).t())],
+        ("x", "min", "max"), frozenset({"min", "max"}), ("min", "max"), torch.Tag.out, True),
 }
+
+
+def _broken_promises(name: str, schema, tags, truth: _AliasTruth) -> list[str]:
+    """Where a schema's promises (written arguments, outputs that share an argument's storage, the mutation tag)
+    differ from what the kernel does."""
+    names = tuple(argument.name for argument in schema.arguments)
+    if names != truth.arguments:
+        return [f"{name}: the kernel takes ({', '.join(truth.arguments)}); your schema declares ({', '.join(names)})"]
+    if len(schema.returns) != len(truth.outputs):
+        return [f"{name}: the kernel returns {len(truth.outputs)} tensor(s); your schema declares "
+                f"{len(schema.returns) or 'none'}"]
+    problems = []
+    sets = {argument.name: argument.alias_info.before_set if argument.alias_info else set()
+            for argument in schema.arguments}
+    written = {argument.name for argument in schema.arguments if argument.alias_info and argument.alias_info.is_write}
+    problems += [f"{name}: the kernel writes `{argument}`, and your schema does not mark it written"
+                 for argument in truth.arguments if argument in truth.written - written]
+    problems += [f"{name}: your schema marks `{argument}` written, and the kernel never writes it"
+                 for argument in truth.arguments if argument in written - truth.written]
+    for i, (returned, shares) in enumerate(zip(schema.returns, truth.outputs), 1):
+        promised = {argument for argument in truth.arguments
+                    if returned.alias_info and sets[argument] & returned.alias_info.before_set}
+        if shares and shares not in promised:
+            problems.append(f"{name}: output {i} shares storage with `{shares}`, and your schema does not say so")
+        problems += [f"{name}: your schema says output {i} may share storage with `{argument}`, and it never does"
+                     for argument in truth.arguments if argument in promised - {shares}]
+    mutation_tags = {tag for tag in tags if tag in _MUTATION_TAGS}
+    if truth.tag and truth.tag not in mutation_tags:
+        problems.append(f"{name}: it returns arguments it writes, and no tag says which kind of mutation that is: "
+                        "torch.compile refuses such an operator")
+    problems += [f"{name}: tagged {tag.name}, a kind of mutation its kernel does not do"
+                 for tag in mutation_tags - {truth.tag}]
+    return problems
 
 
 @exercise("01.alias_annotations", "hard")
 def alias_annotations(path: Path) -> Result:
     answer = load_python(path)
     problems = []
-    for name, (kernel, fake, make_args, tests) in ALIAS_OPS.items():
-        schema_text = answer.SCHEMAS[name]
+    for name, truth in ALIAS_OPS.items():
+        schema_text, tags = answer.SCHEMAS.get(name, ""), tuple(answer.TAGS.get(name, ()))
         if not schema_text.startswith(f"{name}("):
             problems.append(f"{name}: the schema must start with `{name}(`")
             continue
         try:
-            context = operator(schema_text, kernel, tags=tuple(answer.TAGS.get(name, ())))
+            context = operator(schema_text, truth.kernel, tags=tags)
             library = context.__enter__()
         except (RuntimeError, ValueError) as error:
-            problems.append(f"{name}: torch refuses the definition: {str(error).splitlines()[0]}")
+            problems.append(f"{name}: torch refuses the definition: {str(error).strip().splitlines()[0]}")
             continue
-        torch.library.register_fake(f"exercise::{name}", fake, lib=library)
-        args = make_args()
-        kwargs = {"out": torch.empty(args[0].shape[0])} if name == "rowsum_out" else {}
-        results = torch.library.opcheck(getattr(torch.ops.exercise, name).default, args, kwargs, test_utils=tests,
-                                        raise_exception=False)
-        failed = {test: outcome for test, outcome in results.items() if outcome != "SUCCESS"}
-        if "test_schema" in failed:
-            # A schema that hides a write or an alias misleads every later test: what they report then differs from
-            # one machine to another (torch.compile's test passed on one of ours and failed on another). Fix it first.
-            failed = {"test_schema": failed["test_schema"]}
-        for test, outcome in failed.items():
-            if test == "test_aot_dispatch_dynamic":
-                problems.append(f"{name}: torch.compile cannot turn calls of it into functional ones: an operator that "
-                                "returns an argument it mutates must say which kind of mutation it is (lesson 03, "
-                                "section 5)")
-            else:
-                first = str(outcome).splitlines()[0] if str(outcome) else type(outcome).__name__
+        op = getattr(torch.ops.exercise, name).default
+        if broken := _broken_promises(name, op._schema, tags, truth):
+            problems += broken
+            continue
+        torch.library.register_fake(f"exercise::{name}", truth.fake, lib=library)
+        tests = ("test_schema", "test_faketensor") + (("test_aot_dispatch_dynamic",) if truth.compiles else ())
+        for args, kwargs in truth.samples():
+            results = torch.library.opcheck(op, args, kwargs, test_utils=tests, raise_exception=False)
+            # The first test that failed: a later one fails for the same reason, or for one that differs from one
+            # machine to another (torch.compile's test passed on one of ours and failed on another).
+            if failed := next(((test, outcome) for test, outcome in results.items() if outcome != "SUCCESS"), None):
+                test, outcome = failed
+                first = str(outcome).strip().splitlines()[0] if str(outcome).strip() else type(outcome).__name__
                 problems.append(f"{name}: opcheck's {test} failed: {first[:240]}")
-    return _problems(problems, "every schema tells the truth, and torch.compile takes all three operators")
+                break
+    hint = ("\nLook again at lesson 01, section 2: the grammar table (aliasing, the `!`, several returns, tags), and "
+            "lesson 03, section 5 (which mutated arguments a tag lets an operator return).")
+    return Result(not problems, "\n".join(problems) + hint if problems else
+                  "every schema promises what its kernel does, no more, and opcheck passes")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,18 +278,37 @@ def alias_annotations(path: Path) -> Result:
 
 @exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
+    from contextlib import nullcontext
+
     answer = load_python(path)
+    if answer.KEY in ("", "Undefined"):  # Library.impl then registers at a key of its choosing, which KEY does not name
+        return Result(False, f"KEY {answer.KEY!r} names no dispatch key: torch then registers the kernel at a key of "
+                             "its own choosing. Which key is that, and why does it fit? Name it (lesson 02, sections 3 "
+                             "and 4).")
+    if torch._C._parse_dispatch_key(answer.KEY) is None:
+        return Result(False, f"torch knows no dispatch key named {answer.KEY!r} (lesson 02, section 3: the keys a "
+                             "registration can name)")
     with operator("softplus2(Tensor x) -> Tensor", answer.softplus2, answer.KEY):
         op = torch.ops.exercise.softplus2.default
         problems = []
-        for what, run in [("CPU tensors", lambda: op(torch.randn(3))),
-                          ("meta tensors (what torch.compile and torch.export trace with)",
-                           lambda: op(torch.empty(3, device="meta"))),
-                          ("inside torch.inference_mode()", lambda: _inference(op))]:
+        for what, x, context in [("CPU tensors", torch.randn(3), nullcontext),
+                                 ("float64 CPU tensors", torch.randn(3, dtype=torch.float64), nullcontext),
+                                 ("a transposed CPU tensor", torch.randn(3, 2).t(), nullcontext),
+                                 ("meta tensors (what torch.compile and torch.export trace with)",
+                                  torch.empty(3, device="meta"), nullcontext),
+                                 ("inside torch.inference_mode()", torch.randn(3), torch.inference_mode)]:
             try:
-                run()
+                with context():
+                    out = op(x)
             except (NotImplementedError, RuntimeError) as error:
                 problems.append(f"{what}: {type(error).__name__}: {str(error).split('. ')[0][:200]}.")
+                continue
+            expected = (torch.log1p(torch.exp(2 * x.double())) / 2).to(x.dtype)
+            if (out.dtype, out.shape, out.device) != (x.dtype, x.shape, x.device):
+                problems.append(f"{what}: the output is {out.dtype}, shape {list(out.shape)} on {out.device}; the "
+                                f"input {x.dtype}, shape {list(x.shape)} on {x.device}")
+            elif x.device.type != "meta" and not torch.allclose(out, expected):
+                problems.append(f"{what}: wrong values")
         x = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -217,46 +321,124 @@ def composite_key(path: Path) -> Result:
                             "deprecated: autograd never saw the operations inside your kernel")
         elif not torch.allclose(grad, torch.sigmoid(2 * x.detach())):
             problems.append(f"wrong gradient: {grad.tolist()}")
-        hint = ("\nLook again at lesson 02, section 3: which registration fills every backend key and the Autograd keys, "
-                "so that autograd sees the operations inside the kernel?")
+        if answer.KEY == "CompositeImplicitAutograd":  # the key is right: the kernel is at fault
+            hint = ("\nThe key is right; look at the kernel. Lesson 02, sections 3 and 4: a composite kernel runs on "
+                    "every kind of tensor that reaches it, with autograd watching: torch operations only, in the "
+                    "input's dtype and device, for any layout.")
+        else:
+            hint = ("\nLook again at lesson 02, section 3: which registration fills every backend key and the Autograd "
+                    "keys, so that autograd sees the operations inside the kernel?")
         return Result(not problems, "\n".join(problems) + hint if problems else f"{answer.KEY}: every case works")
 
 
-def _inference(op):
-    with torch.inference_mode():
-        return op(torch.randn(3))
+def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(a, b) for 02.meta_kernel: ranks 0 to 2, empty and non-contiguous tensors, float32 and float64 in every pairing
+    (a 0-d tensor's dtype weighs less in type promotion than one with dimensions)."""
+    f32, f64 = torch.float32, torch.float64
+    generator = torch.Generator().manual_seed(0)
+
+    def tensor(shape, dtype):
+        return torch.randn(shape, generator=generator, dtype=dtype)
+
+    return [(tensor(4, f32), tensor(3, f32)), (tensor(1, f32), tensor(6, f32)), (tensor((2, 3), f32), tensor(4, f32)),
+            (tensor(3, f64), tensor((2, 2), f64)), (tensor(3, f32), tensor(4, f64)), (tensor(2, f64), tensor(5, f32)),
+            (tensor(0, f32), tensor(5, f32)), (tensor((2, 0), f64), tensor(3, f64)), (tensor((), f64), tensor(3, f32)),
+            (tensor(3, f32), tensor((), f64)), (tensor((), f32), tensor((), f32)),
+            (tensor((3, 2), f32).t(), tensor((4, 2), f32)[:, 0])]
+
+
+def _described(tensor: torch.Tensor) -> str:
+    return f"{list(tensor.shape)} {str(tensor.dtype).removeprefix('torch.')}" + (
+        "" if tensor.is_contiguous() else " (non-contiguous)")
+
+
+def _meta_difference(real: torch.Tensor, fake: torch.Tensor, inputs: tuple[torch.Tensor, ...]) -> str | None:
+    """How the Meta kernel's output differs from the CPU kernel's, in what torch.compile plans with; None if not."""
+    from torch._prims_common import check_significant_strides
+
+    if fake.device.type != "meta":
+        return f"your kernel returns a tensor on {fake.device}, not on the inputs' device (meta)"
+    if fake.shape != real.shape:
+        return f"your kernel returns shape {list(fake.shape)}; the CPU kernel {list(real.shape)}"
+    if fake.dtype != real.dtype:
+        return f"your kernel returns {fake.dtype}; the CPU kernel {real.dtype}"
+    if any(fake.untyped_storage()._cdata == tensor.untyped_storage()._cdata for tensor in inputs):
+        return ("your kernel returns a view of an input, sharing its storage: the CPU kernel returns a new tensor, and "
+                "the schema promises one")
+    if not check_significant_strides(real, fake, only_cuda=False)[0]:
+        return (f"your kernel returns strides {list(fake.stride())}; the CPU kernel {list(real.stride())}: compiled "
+                "code that reads the output by its strides reads the wrong elements")
+    return None
+
+
+def _innermost(error: BaseException) -> BaseException:
+    """The error at the bottom of a chain: the compiler wraps the kernel's in its own, several times over."""
+    while (inner := error.__cause__ or error.__context__) is not None:
+        error = inner
+    return error
+
+
+_SYMBOLS = "lesson 01, 'Sizes are SymInt', and lesson 02, section 2 (csrc/meta.cpp)"
 
 
 @exercise("02.meta_kernel", "hard")
 def meta_kernel(path: Path) -> Result:
-    build.load_sources("exercise02_outer", [path], label="your 02_meta_kernel.cpp")
+    load_cpp("exercise02_outer", path, label="your 02_meta_kernel.cpp")
     outer = torch.ops.exercise02.outer
     problems = []
-    for a, b in [(torch.randn(4), torch.randn(3)), (torch.randn(1), torch.randn(6))]:
-        real, fake = outer(a, b), outer(a.to("meta"), b.to("meta"))
-        if (fake.shape, fake.dtype) != (real.shape, real.dtype):
-            problems.append(f"on meta tensors of {len(a)} and {len(b)} elements your kernel returns shape "
-                            f"{list(fake.shape)} and {fake.dtype}; the CPU kernel returns {list(real.shape)} and "
-                            f"{real.dtype}. torch.compile would plan the rest of the graph with the wrong one.")
+    for a, b in _outer_samples():
+        what = f"on meta tensors {_described(a)} and {_described(b)}"
+        real = outer(a, b)
+        expected = (a.reshape(-1, 1) * b.reshape(1, -1)).reshape(a.shape + b.shape).to(torch.result_type(a, b))
+        if real.dtype != expected.dtype or not real.is_contiguous() or not torch.allclose(real, expected):
+            return Result(False, f"on {_described(a)} and {_described(b)} the CPU kernel no longer returns the "
+                                 "contiguous outer product in a * b's dtype: the task is the Meta kernel, and the CPU "
+                                 "kernel is what it must agree with")
+        on_meta = (a.to("meta"), b.to("meta"))
+        try:
+            fake = outer(*on_meta)
+        except Exception as error:  # noqa: BLE001 - a C++ exception arrives as whichever Python error torch maps it to
+            problems.append(f"{what} your kernel raised {type(error).__name__}: "
+                            f"{str(error).strip().splitlines()[0][:200]}; the CPU kernel runs")
+            continue
+        if difference := _meta_difference(real, fake, on_meta):
+            problems.append(f"{what} {difference}")
     if problems:
-        return Result(False, "\n".join(problems))
+        more = f"\n(and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        return Result(False, "\n".join(problems[:3]) + more + "\nThe Meta kernel must give what the CPU kernel "
+                             "gives: read outer_cpu, and lesson 02, section 2.")
+    for a, b in [(torch.ones(3, dtype=torch.int64), torch.ones(2)), (torch.ones(3), torch.ones(2, dtype=torch.half))]:
+        try:
+            outer(a, b)
+            continue  # the CPU kernel takes them (the first check above says if it should not)
+        except RuntimeError as error:
+            refusal = str(error).splitlines()[0]
+        try:
+            outer(a.to("meta"), b.to("meta"))
+        except RuntimeError:
+            continue
+        return Result(False, f"on meta tensors {_described(a)} and {_described(b)} your kernel returns a tensor, and "
+                             f"the CPU kernel refuses them ({refusal}): torch.compile would trace a call that fails "
+                             "when it runs. A Meta kernel runs the CPU kernel's checks (lesson 02, section 2).")
     from torch._dynamo.testing import CompileCounterWithBackend  # here: importing torch._dynamo costs 2 s
 
     counter = CompileCounterWithBackend("aot_eager")  # fake tensors and AOTAutograd, no code generation
     compiled = torch.compile(lambda a, b: outer(a, b) * 2, backend=counter, dynamic=True, fullgraph=True)
     try:
-        for n, m in [(3, 4), (5, 7), (9, 2)]:
-            a, b = torch.randn(n), torch.randn(m)
+        for n, m in [(3, 4), (5, 7), (9, 6)]:  # no size twice in a call: torch.compile gives equal sizes one symbol
+            a, b = torch.randn(n), torch.randn(m, 2)
             torch.testing.assert_close(compiled(a, b), outer(a, b) * 2)
     except Exception as error:  # noqa: BLE001 - the compiler wraps the kernel's error
-        first = str(error).splitlines()[0]
-        return Result(False, f"under torch.compile(dynamic=True) your Meta kernel failed: {first[:300]}\nThere, sizes are "
-                             "symbols rather than numbers (lesson 06, section 5).")
+        cause = _innermost(error)
+        return Result(False, f"under torch.compile(dynamic=True), with fake tensors whose sizes are symbols, your "
+                             f"Meta kernel failed: {type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]}\n"
+                             f"Look again at {_SYMBOLS}.")
     if counter.frame_count != 1:
         return Result(False, f"torch.compile(dynamic=True) compiled {counter.frame_count} times for 3 sizes, not once: "
                              "your Meta kernel turned a symbolic size into a number, and the compiled graph had to be "
-                             "specialized to it (lesson 06, section 5)")
-    return Result(True, "right shape and dtype on meta tensors, and one compile for three sizes")
+                             f"specialized to it ({_SYMBOLS})")
+    return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
+                        "its refusals, and one compile for three sizes")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -942,7 +1124,11 @@ def served(path: Path) -> Result:
     with trace.recording() as events:
         torch.relu(x @ w + b).sum()
     actual = device.served(events)
-    answer = [tuple(call) for call in load_python(path).SERVED]
+    answer = [tuple(call) for call in read_literal(
+        path, "SERVED", "a list of (operator, server) pairs of strings",
+        lambda value: isinstance(value, (list, tuple)) and all(
+            isinstance(call, (list, tuple)) and len(call) == 2 and all(isinstance(part, str) for part in call)
+            for call in value))]
     if answer == actual:
         return Result(True, "calls: " + ", ".join(f"{op} ({server})" for op, server in actual))
     if (i := first_difference(answer, actual)) is not None:

@@ -35,6 +35,17 @@ class Mistake:
         return text + solution[done:]
 
 
+# 01.alias_annotations' solution, as its mistakes edit it
+ALIAS_DIAG = '    "diag_sum": "diag_sum(Tensor(a) x) -> (Tensor(a), Tensor)",\n'
+ALIAS_CLAMP = '    "clamp_count_": "clamp_count_(Tensor(a!) x, float lo, float hi) -> Tensor",\n'
+ALIAS_MINMAX = ('    "minmax_out": "minmax_out(Tensor x, *, Tensor(a!) min, Tensor(b!) max) '
+                '-> (Tensor(a!), Tensor(b!))",\n')
+ALIAS_TAGS = 'TAGS = {"diag_sum": [], "clamp_count_": [], "minmax_out": [torch.Tag.out]}\n'
+# 02.meta_kernel's solution, likewise
+OUTER_SIZES = ("  std::vector<c10::SymInt> sizes(a.sym_sizes().begin(), a.sym_sizes().end());\n"
+               "  sizes.insert(sizes.end(), b.sym_sizes().begin(), b.sym_sizes().end());\n")
+OUTER_RETURN = "  return at::empty_symint(sizes, a.options().dtype(at::result_type(a, b)));\n"
+
 MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self's own "
             "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
@@ -48,13 +59,25 @@ MISTAKES = [
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["ADInplaceOrView", "CPU"]\n')]),
     Mistake('00.predict_path', 'autocast_too', 'AutocastCPU, which the exclude set removes',
-            expect="your kernel 1, 'AutocastCPU'",
+            expect="your kernel 1, 'AutocastCPU', is not the one the dispatcher calls there.\nLook again at lesson 00, "
+                   "section 2: which keys the thread-local exclude set takes out of every call.",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["AutocastCPU", "AutogradCPU", "CPU"]\n')]),
     Mistake('00.predict_path', 'with_fallthroughs', 'the fallthrough keys listed as kernels',
-            expect="your kernel 2, 'ADInplaceOrView'",
+            expect="your kernel 2, 'ADInplaceOrView', is not the one the dispatcher calls there.\nLook again at "
+                   "lesson 00, sections 3 and 4: what the dispatcher does at a key whose entry is a fallthrough.",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["AutogradCPU", "ADInplaceOrView", "BackendSelect", "CPU"]\n')]),
+    Mistake('00.predict_path', 'computed', "the path computed with the check's own tool instead of predicted",
+            expect="PATH (line 15 of your file) must be written out as a list of dispatch key names",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
+                    'fallback still runs\n',
+                    'import torch\nfrom helpers import trace\n\nPATH = trace.path(trace.predict('
+                    'torch.ops.workbook.add, torch.ones(3, requires_grad=True), torch.ones(3)))\n')]),
+    Mistake('00.predict_path', 'one_string', 'the keys written as one string, not a list of them',
+            expect="PATH (line 12 of your file) must be a list of dispatch key names",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
+                    'fallback still runs\n', 'PATH = "AutogradCPU -> CPU"\n')]),
     # 00.walk
     Mistake('00.walk', 'first_kernel_only', 'stops at the first kernel, as if every kernel ended the call',
             expect='after your 1 kernel(s) the dispatcher calls more',
@@ -128,24 +151,40 @@ MISTAKES = [
               '        if isinstance(arg, torch.Tensor):\n'
               '            keyset = keyset | C._dispatch_keys(arg)\n'))]),
     # 01.alias_annotations
-    Mistake('01.alias_annotations', 'mutation_unmarked', 'clamp_ writes x, and the schema does not say so',
-            expect="clamp_: opcheck's test_schema failed",
-            edits=[('    "clamp_": "clamp_(Tensor(a!) x, float lo, float hi) -> Tensor(a!)",\n',
-             '    "clamp_": "clamp_(Tensor x, float lo, float hi) -> Tensor",\n'),
-            ('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
-             'TAGS = {"diagonal": [], "clamp_": [], "rowsum_out": [torch.Tag.out]}\n')]),
-    Mistake('01.alias_annotations', 'no_tags', 'the mutated arguments returned without the tags',
-            expect='clamp_: torch.compile cannot turn calls of it into functional ones',
-            edits=[('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
-             'TAGS = {"diagonal": [], "clamp_": [], "rowsum_out": []}\n')]),
-    Mistake('01.alias_annotations', 'swapped_tags', 'inplace and out swapped',
-            expect='torch refuses the definition',
-            edits=[('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
-             'TAGS = {"diagonal": [], "clamp_": [torch.Tag.out], "rowsum_out": [torch.Tag.inplace]}\n')]),
-    Mistake('01.alias_annotations', 'view_unmarked', "the view's output is not marked as an alias of x",
-            expect="diagonal: opcheck's test_schema failed",
-            edits=[('    "diagonal": "diagonal(Tensor(a) x) -> Tensor(a)",\n',
-             '    "diagonal": "diagonal(Tensor x) -> Tensor",\n')]),
+    Mistake('01.alias_annotations', 'view_unmarked', "the view's output not marked as sharing x's storage",
+            expect="diag_sum: output 1 shares storage with `x`, and your schema does not say so",
+            edits=[(ALIAS_DIAG, ALIAS_DIAG.replace("(Tensor(a) x) -> (Tensor(a), Tensor)",
+                                                   "(Tensor x) -> (Tensor, Tensor)"))]),
+    Mistake('01.alias_annotations', 'both_outputs_alias', 'the sum, a new tensor, put in the alias set of the view',
+            expect="diag_sum: your schema says output 2 may share storage with `x`, and it never does",
+            edits=[(ALIAS_DIAG, ALIAS_DIAG.replace("(Tensor(a), Tensor)", "(Tensor(a), Tensor(a))"))]),
+    Mistake('01.alias_annotations', 'view_written', 'the view marked as a write of x, as an in-place operator',
+            expect="diag_sum: your schema marks `x` written, and the kernel never writes it",
+            edits=[(ALIAS_DIAG, ALIAS_DIAG.replace("(Tensor(a) x) -> (Tensor(a), Tensor)",
+                                                   "(Tensor(a!) x) -> (Tensor(a!), Tensor)"))]),
+    Mistake('01.alias_annotations', 'count_is_x', "shaped like add_: the count declared as x itself, tagged inplace",
+            expect="clamp_count_: your schema says output 1 may share storage with `x`, and it never does",
+            edits=[(ALIAS_CLAMP, ALIAS_CLAMP.replace("-> Tensor", "-> Tensor(a!)")),
+                   (ALIAS_TAGS, ALIAS_TAGS.replace('"clamp_count_": []', '"clamp_count_": [torch.Tag.inplace]'))]),
+    Mistake('01.alias_annotations', 'write_unmarked', 'x written in place, and the schema does not say so',
+            expect="clamp_count_: the kernel writes `x`, and your schema does not mark it written",
+            edits=[(ALIAS_CLAMP, ALIAS_CLAMP.replace("Tensor(a!) x", "Tensor x"))]),
+    Mistake('01.alias_annotations', 'inplace_tag_on_count', 'tagged inplace, though it returns a new tensor',
+            expect="clamp_count_: torch refuses the definition: Schema tagged with torch.Tag.inplace must return",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace('"clamp_count_": []', '"clamp_count_": [torch.Tag.inplace]'))]),
+    Mistake('01.alias_annotations', 'one_alias_set', 'min and max in one alias set, as if they could be one tensor',
+            expect="minmax_out: your schema says output 1 may share storage with `max`, and it never does",
+            edits=[(ALIAS_MINMAX, ALIAS_MINMAX.replace("(b!)", "(a!)"))]),
+    Mistake('01.alias_annotations', 'no_out_tag', 'the buffers returned without the out tag',
+            expect="minmax_out: it returns arguments it writes, and no tag says which kind of mutation that is",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace("[torch.Tag.out]", "[]"))]),
+    Mistake('01.alias_annotations', 'returns_nothing', 'the out= operator declared to return nothing',
+            expect="minmax_out: the kernel returns 2 tensor(s); your schema declares none",
+            edits=[(ALIAS_MINMAX, ALIAS_MINMAX.replace("-> (Tensor(a!), Tensor(b!))", "-> ()")),
+                   (ALIAS_TAGS, ALIAS_TAGS.replace("[torch.Tag.out]", "[]"))]),
+    Mistake('01.alias_annotations', 'view_tag', 'the view tagged inplace_view, as if it changed x\'s metadata',
+            expect="diag_sum: tagged inplace_view, a kind of mutation its kernel does not do",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace('"diag_sum": []', '"diag_sum": [torch.Tag.inplace_view]'))]),
     # 01.schema
     Mistake('01.schema', 'limit_positional', 'limit can be passed by position',
             expect='can only be passed by keyword',
@@ -163,6 +202,14 @@ MISTAKES = [
             expect='returns nothing',
             edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
              'SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> Tensor(a!)"\n')]),
+    Mistake('01.schema', 'limit_inf', 'limit a plain float whose default is inf, which a schema cannot spell',
+            expect="torch cannot parse it:\ninvalid numeric default value:\nscale_(",
+            edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
+                    'SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float limit=inf) -> ()"\n')]),
+    Mistake('01.schema', 'no_name', "the schema without the operator's name, as torch.library.define's second argument",
+            expect="your schema has no name",
+            edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
+                    'SCHEMA = "(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n')]),
     # 02.composite_key
     Mistake('02.composite_key', 'autograd_alias', 'the Autograd alias: autograd keys only, so nothing is left when inference_mode excludes them',
             expect='inside torch.inference_mode()',
@@ -176,22 +223,69 @@ MISTAKES = [
             expect="torch's autograd fallback",
             edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n',
              'KEY = "CompositeExplicitAutograd"\n')]),
+    Mistake('02.composite_key', 'no_key', "no key named: Library.impl's default, which the reader cannot name",
+            expect="KEY '' names no dispatch key",
+            edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n', 'KEY = ""\n')]),
+    Mistake('02.composite_key', 'unknown_key', "Math, CompositeImplicitAutograd's name in old releases of torch",
+            expect="torch knows no dispatch key named 'Math'",
+            edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n',
+                    'KEY = "Math"\n')]),
+    Mistake('02.composite_key', 'float32_kernel', 'the kernel computes in float32, whatever the input',
+            expect="float64 CPU tensors: the output is torch.float32",
+            edits=[("    return torch.log1p(torch.exp(2 * x)) / 2\n",
+                    "    return torch.log1p(torch.exp(2 * x.float())) / 2\n")]),
+    Mistake('02.composite_key', 'flat_view', "the kernel flattens with view(), which a transposed input refuses",
+            expect="a transposed CPU tensor: RuntimeError: view size is not compatible",
+            edits=[("    return torch.log1p(torch.exp(2 * x)) / 2\n",
+                    "    flat = x.view(-1)\n    return (torch.log1p(torch.exp(2 * flat)) / 2).view(x.shape)\n")]),
     # 02.meta_kernel
-    Mistake('02.meta_kernel', 'concrete_sizes', 'the right shape from size(0), a plain number where sizes are symbols',
+    Mistake('02.meta_kernel', 'swapped', "b's sizes before a's",
+            expect="on meta tensors [4] float32 and [3] float32 your kernel returns shape [3, 4]",
+            edits=[(OUTER_SIZES, "  std::vector<c10::SymInt> sizes(b.sym_sizes().begin(), b.sym_sizes().end());\n"
+                                 "  sizes.insert(sizes.end(), a.sym_sizes().begin(), a.sym_sizes().end());\n")]),
+    Mistake('02.meta_kernel', 'dtype_of_a', "a's dtype, where the CPU kernel promotes",
+            expect="on meta tensors [3] float32 and [4] float64 your kernel returns torch.float32",
+            edits=[(OUTER_RETURN, OUTER_RETURN.replace(".dtype(at::result_type(a, b))", ""))]),
+    Mistake('02.meta_kernel', 'promote_types', "promoteTypes of the two dtypes: a 0-d tensor's weighs less in a * b",
+            expect="on meta tensors [] float64 and [3] float32 your kernel returns torch.float64",
+            edits=[(OUTER_RETURN, OUTER_RETURN.replace("at::result_type(a, b)",
+                                                       "c10::promoteTypes(a.scalar_type(), b.scalar_type())"))]),
+    Mistake('02.meta_kernel', 'column_major', 'the right shape laid out column-major (the CPU kernel: row-major)',
+            expect="your kernel returns strides [1, 4]; the CPU kernel [3, 1]",
+            edits=[(OUTER_RETURN,
+                    "  std::vector<c10::SymInt> reversed(sizes.rbegin(), sizes.rend());\n"
+                    "  std::vector<int64_t> order;\n"
+                    "  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) order.push_back(d);\n"
+                    "  const auto options = a.options().dtype(at::result_type(a, b));\n"
+                    "  return at::empty_symint(reversed, options).permute(order);\n")]),
+    Mistake('02.meta_kernel', 'expanded_input', "a view of `a` expanded to the output's shape: no new tensor",
+            expect="your kernel returns a view of an input, sharing its storage",
+            edits=[(OUTER_RETURN,
+                    "  std::vector<c10::SymInt> a_shape(a.sym_sizes().begin(), a.sym_sizes().end());\n"
+                    "  a_shape.resize(sizes.size(), 1);\n"
+                    "  return a.view_symint(a_shape).expand_symint(sizes);\n")]),
+    Mistake('02.meta_kernel', 'cpu_device', "options without a's device: a CPU tensor for meta inputs",
+            expect="your kernel returns a tensor on cpu, not on the inputs' device (meta)",
+            edits=[(OUTER_RETURN, OUTER_RETURN.replace("a.options().dtype(", "at::TensorOptions().dtype("))]),
+    Mistake('02.meta_kernel', 'no_checks', "the CPU kernel's checks left out: a call it refuses traces",
+            expect="and the CPU kernel refuses them (exercise02::outer: float32 or float64 tensors only",
+            edits=[("  check_inputs(a, b);\n  // a's sizes", "  // a's sizes")]),
+    Mistake('02.meta_kernel', 'int_sizes', 'sizes() where sizes are symbols: the compiled graph specializes',
             expect='compiled 3 times for 3 sizes',
-            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
-              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
-             '  return at::empty({a.size(0), b.size(0)}, a.options());\n')]),
-    Mistake('02.meta_kernel', 'swapped', 'the shape the other way round',
-            expect='your kernel returns shape [3, 4]',
-            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
-              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
-             '  return at::empty_symint({b.sym_size(0), a.sym_size(0)}, a.options());\n')]),
-    Mistake('02.meta_kernel', 'wrong_dtype', 'a float64 output',
-            expect='torch.float64',
-            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
-              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
-             '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options().dtype(at::kDouble));\n')]),
+            edits=[(OUTER_SIZES, OUTER_SIZES.replace("c10::SymInt", "int64_t").replace("sym_sizes", "sizes")),
+                   (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
+    Mistake('02.meta_kernel', 'concrete_sizes', 'each size read with size(d), a plain number where sizes are symbols',
+            expect='compiled 3 times for 3 sizes',
+            edits=[(OUTER_SIZES, "  std::vector<int64_t> sizes;\n"
+                                 "  for (int64_t d = 0; d < a.dim(); ++d) sizes.push_back(a.size(d));\n"
+                                 "  for (int64_t d = 0; d < b.dim(); ++d) sizes.push_back(b.size(d));\n"),
+                   (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
+    Mistake('02.meta_kernel', 'expect_int', 'each SymInt unpacked to an int: fine on meta tensors, an error on symbols',
+            expect="your Meta kernel failed: RuntimeError: when unpacking SymInt, expected int but got s",
+            edits=[(OUTER_SIZES, "  std::vector<int64_t> sizes;\n"
+                                 "  for (const c10::SymInt& s : a.sym_sizes()) sizes.push_back(s.expect_int());\n"
+                                 "  for (const c10::SymInt& s : b.sym_sizes()) sizes.push_back(s.expect_int());\n"),
+                   (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
     # 03.fallthrough
     Mistake('03.fallthrough', 'ad_inplace_or_view', 'ADInplaceOrView, a fallthrough already',
             expect="at AutogradCPU, torch's autograd fallback still runs",
@@ -548,6 +642,16 @@ MISTAKES = [
                    "outside: it runs at PrivateUse1 only inside another operator's kernel",
             edits=[('    ("aten::add.Tensor", "native"),',
                     '    ("aten::empty_strided", "native"),\n    ("aten::add.Tensor", "native"),')]),
+    Mistake('09.served', 'computed', "the calls computed with the check's own recorder instead of predicted",
+            expect="SERVED (line 21 of your file) must be written out as a list of (operator, server) pairs",
+            edits=[(('SERVED = [\n'
+                     '    ("aten::mm", "native"),  # matmul is CompositeImplicitAutograd: for two matrices it calls '
+                     'mm, which has our kernel\n'),
+                    ('import torch\nfrom helpers import device, trace\n\ndevice.enable()\n'
+                     'x, w, b = (torch.randn(shape).to(device.NAME) for shape in ((4, 5), (5, 3), (3,)))\n'
+                     'with trace.recording() as events:\n    torch.relu(x @ w + b).sum()\n'
+                     'SERVED = device.served(events) or [\n')),
+                   ]),
     # 09.inplace_kernel
     Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul_ run on .cpu() copies, as lesson 09's add_on_a_copy",
             expect='self did not change',

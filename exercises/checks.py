@@ -586,6 +586,50 @@ def autocast_guard(path: Path) -> Result:
 # 06: composition
 
 
+def _raised(error: Exception, path: Path) -> str:
+    """'ValueError (line 12 of your file): its message', for an error the reader's code raised inside a check."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == str(path)]
+    where = f" (line {frames[-1].lineno} of your file)" if frames else ""
+    return f"{type(error).__name__}{where}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+
+
+def _specialized_sizes(op, path: Path) -> Result | None:
+    """None when the fake kernel of `op` (exercise::stack2) keeps symbolic sizes symbolic, as torch.compile(dynamic=True)
+    and torch.export with a Dim need; else what it did. Each case's inputs get sizes of their own in a fresh ShapeEnv, every size >= 2 (0 and 1 are
+    specialized by torch itself); b is made from a on fake tensors, so that both share their symbols."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    cases = [("two float32 tensors", torch.randn(3, 4), None),
+             ("two channels_last float32 tensors", torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last), None),
+             ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
+             ("an int32 and a float32 tensor", torch.arange(6, dtype=torch.int32), torch.float32)]
+    for what, a, b_dtype in cases:
+        shape_env = ShapeEnv()
+        mode = FakeTensorMode(shape_env=shape_env)
+        symbolic = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC] * a.dim())
+        fake_a = mode.from_tensor(a, symbolic_context=symbolic)
+        symbols = [size.node.expr for size in fake_a.shape]  # read now: a specialized size prints as its number
+        shown = f"[{', '.join(map(str, symbols))}]"
+        with mode:
+            fake_b = fake_a.clone() if b_dtype is None else fake_a.to(b_dtype)
+            try:
+                op(fake_a, fake_b)
+            except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
+                return Result(False, f"for {what} of symbolic shape {shown} (torch.compile(dynamic=True) and "
+                                     f"torch.export with a Dim pass such sizes): your fake kernel raised "
+                                     f"{_raised(error, path)}\nLook again at lesson 06, section 5.")
+        fixed = {str(symbol): shape_env.replace(symbol) for symbol in symbols}
+        fixed = {symbol: value for symbol, value in fixed.items() if value.is_number}
+        if fixed:
+            made = ", ".join(f"{symbol} into {value}" for symbol, value in fixed.items())
+            return Result(False, f"for {what} of symbolic shape {shown} (as torch.compile(dynamic=True) and "
+                                 f"torch.export with a Dim pass them), your fake kernel turned {made}: the traced code "
+                                 "then holds for this size only, torch.compile compiles again for every other size, "
+                                 "and export with a Dim refuses it (lesson 06, section 5)")
+    return None
+
+
 @exercise("06.fake_kernel", "medium")
 def fake_kernel(path: Path) -> Result:
     def pair(a, b=None):
@@ -610,29 +654,35 @@ def fake_kernel(path: Path) -> Result:
                        f"strides {list(a.stride())} and {list(b.stride())}")
             real = op(a, b)
             try:
-                fake = op(*(torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in (a, b)))
+                fake_out = op(*(torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in (a, b)))
             except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
-                frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == str(path)]
-                where = f" (line {frames[-1].lineno} of your file)" if frames else ""
-                message = str(error).splitlines()[0][:200] if str(error) else ""
-                return Result(False, f"{inputs}: your fake kernel raised {type(error).__name__}{where}: {message}\n"
-                                     f"The real kernel takes these inputs and returns shape {list(real.shape)}: a fake "
-                                     "kernel must work for every input the real one takes (lesson 06, sections 1 "
-                                     "and 3)")
-            if (fake.shape, fake.dtype, fake.device.type) != (real.shape, real.dtype, "meta"):
-                return Result(False, f"{inputs}: your fake kernel gives shape {list(fake.shape)}, {fake.dtype} on "
-                                     f"{fake.device}; the real kernel {list(real.shape)}, {real.dtype} (and a fake "
-                                     "kernel's output lives where its inputs do)")
-            if any(size > 1 and ours != theirs for size, ours, theirs in zip(real.shape, fake.stride(), real.stride())):
+                return Result(False, f"{inputs}: your fake kernel raised {_raised(error, path)}\nThe real kernel "
+                                     "takes these inputs: a fake kernel must work for every input the real one takes "
+                                     "(lesson 06, sections 1 and 3)")
+            # What differs, never the real kernel's values: those are the answer.
+            differ = [what for what, ours, theirs in [("shape", fake_out.shape, real.shape),
+                                                      ("dtype", fake_out.dtype, real.dtype),
+                                                      ("device", fake_out.device.type, "meta")] if ours != theirs]
+            if differ:
+                where = " (a fake kernel's output lives where its inputs do)" if "device" in differ else ""
+                return Result(False, f"{inputs}: your fake kernel gives shape {list(fake_out.shape)}, {fake_out.dtype} "
+                                     f"on {fake_out.device}; the real kernel's output has another "
+                                     f"{' and '.join(differ)}{where}.\nLook again at lesson 06, sections 1 and 3.")
+            wrong = [i for i, (size, ours, theirs) in enumerate(zip(real.shape, fake_out.stride(), real.stride()))
+                     if size > 1 and ours != theirs]
+            if wrong:
                 return Result(False, f"{inputs} ({strides}): your fake kernel's output has strides "
-                                     f"{list(fake.stride())}, the real kernel's {list(real.stride())}: compiled code "
-                                     "lays out memory by the fake's strides (lesson 06, sections 1 and 3)")
+                                     f"{list(fake_out.stride())}, the real kernel's differ in dimension(s) "
+                                     f"{', '.join(map(str, wrong))}: compiled code lays out memory by the fake's strides "
+                                     "(lesson 06, sections 1 and 3)")
             results = torch.library.opcheck(op, (a, b), raise_exception=False)
             failed = [test for test, outcome in results.items() if outcome != "SUCCESS"]
             if failed:
                 return Result(False, f"{inputs} ({strides}): opcheck's {', '.join(failed)} failed: the fake output "
                                      "must match the real one's shape, dtype, device and strides")
-        return Result(True, "shape, dtype, device and strides match the real kernel's, for every input")
+        return _specialized_sizes(op, path) or Result(
+            True, "shape, dtype, device and strides match the real kernel's, for every input, and symbolic sizes stay "
+                  "symbolic")
 
 
 @exercise("06.vmap_rule", "hard")

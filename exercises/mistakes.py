@@ -367,6 +367,12 @@ MISTAKES = [
                      "# two scalars: a vector of 2, in the promoted dtype\n"),
                     ""),
                    (FAKE_RETURN, "    return torch.cat([a, b]).view(2, a.size(0), *a.shape[1:])\n")]),
+    Mistake('06.fake_kernel', 'sizes_read_as_ints', "the right metadata, a's sizes read as ints: symbolic ones specialize",
+            expect='your fake kernel turned s',
+            edits=[(FAKE_RETURN, '    return torch.cat([a, b]).view(2, *[int(size) for size in a.shape])\n')]),
+    Mistake('06.fake_kernel', 'new_empty_of_int_sizes', "new_empty of a's sizes read as ints, as a learner's run passed",
+            expect="your fake kernel's output has strides",
+            edits=[(FAKE_RETURN, '    return a.new_empty(2, *[int(s) for s in a.shape], dtype=torch.result_type(a, b))\n')]),
     # 06.vmap_rule
     Mistake('06.vmap_rule', 'batch_first_assumed', 'the batch taken to be dimension 0, whatever in_dims says',
             expect='with the batch in dimension 2 of x: wrong result',

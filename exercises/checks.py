@@ -594,9 +594,10 @@ def _raised(error: Exception, path: Path) -> str:
 
 
 def _specialized_sizes(op, path: Path) -> Result | None:
-    """None when the fake kernel of `op` (exercise::stack2) keeps symbolic sizes symbolic, as torch.compile(dynamic=True)
-    and torch.export with a Dim need; else what it did. Each case's inputs get sizes of their own in a fresh ShapeEnv, every size >= 2 (0 and 1 are
-    specialized by torch itself); b is made from a on fake tensors, so that both share their symbols."""
+    """None when the fake kernel of `op` (exercise::stack2) keeps symbolic sizes symbolic, as
+    torch.compile(dynamic=True) and torch.export with a Dim need; else what it did. Each case's inputs get sizes of
+    their own in a fresh ShapeEnv, every size >= 2 (0 and 1 are specialized by torch itself); b is made from a on fake
+    tensors, so that both share their symbols."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
@@ -673,8 +674,8 @@ def fake_kernel(path: Path) -> Result:
             if wrong:
                 return Result(False, f"{inputs} ({strides}): your fake kernel's output has strides "
                                      f"{list(fake_out.stride())}, the real kernel's differ in dimension(s) "
-                                     f"{', '.join(map(str, wrong))}: compiled code lays out memory by the fake's strides "
-                                     "(lesson 06, sections 1 and 3)")
+                                     f"{', '.join(map(str, wrong))}: compiled code lays out memory by the fake's "
+                                     "strides (lesson 06, sections 1 and 3)")
             results = torch.library.opcheck(op, (a, b), raise_exception=False)
             failed = [test for test, outcome in results.items() if outcome != "SUCCESS"]
             if failed:

@@ -367,12 +367,15 @@ MISTAKES = [
                      "# two scalars: a vector of 2, in the promoted dtype\n"),
                     ""),
                    (FAKE_RETURN, "    return torch.cat([a, b]).view(2, a.size(0), *a.shape[1:])\n")]),
-    Mistake('06.fake_kernel', 'sizes_read_as_ints', "the right metadata, a's sizes read as ints: symbolic ones specialize",
+    Mistake('06.fake_kernel', 'sizes_read_as_ints', "the right metadata, a's sizes read as ints: symbolic ones "
+            "specialize",
             expect='your fake kernel turned s',
             edits=[(FAKE_RETURN, '    return torch.cat([a, b]).view(2, *[int(size) for size in a.shape])\n')]),
-    Mistake('06.fake_kernel', 'new_empty_of_int_sizes', "new_empty of a's sizes read as ints, as a learner's run passed",
+    Mistake('06.fake_kernel', 'new_empty_of_int_sizes', "new_empty of a's sizes read as ints (a learner's run passed "
+            "it)",
             expect="your fake kernel's output has strides",
-            edits=[(FAKE_RETURN, '    return a.new_empty(2, *[int(s) for s in a.shape], dtype=torch.result_type(a, b))\n')]),
+            edits=[(FAKE_RETURN,
+                    '    return a.new_empty(2, *[int(s) for s in a.shape], dtype=torch.result_type(a, b))\n')]),
     # 06.vmap_rule
     Mistake('06.vmap_rule', 'batch_first_assumed', 'the batch taken to be dimension 0, whatever in_dims says',
             expect='with the batch in dimension 2 of x: wrong result',
@@ -439,10 +442,12 @@ MISTAKES = [
             edits=[('for _ in range(rounds)]', 'for _ in range(3)]')]),
     Mistake('07.layer_cost', 'fixed_threshold', 'a cost only above a fixed 0.05 µs, whatever the noise',
             expect='a layer of 0.02 µs on a quiet machine (noise of 0.002 µs): you report None',
-            edits=[('    return (median, q1, q3) if q1 > 0 else None', '    return (median, q1, q3) if median > 0.05 else None')]),
+            edits=[('    return (median, q1, q3) if q1 > 0 else None',
+                    '    return (median, q1, q3) if median > 0.05 else None')]),
     Mistake('07.layer_cost', 'small_fixed_threshold', 'a cost above a fixed 0.01 µs, whatever the noise',
             expect='no layer at all, on a noisy machine (noise of 0.3 µs): you report (0.151',
-            edits=[('    return (median, q1, q3) if q1 > 0 else None', '    return (median, q1, q3) if median > 0.01 else None')]),
+            edits=[('    return (median, q1, q3) if q1 > 0 else None',
+                    '    return (median, q1, q3) if median > 0.01 else None')]),
     # 07.records_graph
     Mistake('07.records_graph', 'first_input_only', "only the first input's requires_grad looked at",
             expect='grad mode on, requires_grad (False, True)',

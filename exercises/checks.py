@@ -686,88 +686,105 @@ def fake_kernel(path: Path) -> Result:
                   "symbolic")
 
 
+def _vmap_rule_cases() -> list[tuple]:
+    """06.vmap_rule's calls: (what, x, y, in_dims, x's B matrices, y's B matrices), each (B, n, m)."""
+    xs, ys = torch.randn(4, 5, 6), torch.randn(4, 5, 6)
+    single = torch.randn(5, 6)  # an input with no batch: the same matrix for every example
+    stored = torch.randn(5, 4, 6)  # a batch in dimension 1 of a contiguous tensor: not outermost in memory
+    exact = 1 + torch.rand(4, 5, 6, dtype=torch.float64) * 1e-6  # float32 keeps about 7 digits of these
+    large = torch.randint(2**26, 2**26 + 1000, (4, 5, 6))  # products near 2**52: float64 keeps them, not their sums
+    empty = torch.randn(0, 5, 6)
+    return [
+        ("x and y batched in dimension 0", xs, ys, (0, 0), xs, ys),
+        ("x batched in dimension 2, y in dimension 1", xs.movedim(0, 2), ys.movedim(0, 1), (2, 1), xs, ys),
+        ("x batched in dimension 1 of a contiguous tensor (the batch is not outermost in memory), y with no batch",
+         stored, single, (1, None), stored.movedim(1, 0), single.expand(4, 5, 6)),
+        ("x with no batch, y batched in dimension 0", single, ys, (None, 0), single.expand(4, 5, 6), ys),
+        ("x and y batched in dimension 0, y's matrices transposed in memory", xs, ys.mT.contiguous().mT, (0, 0),
+         xs, ys),
+        ("an empty batch (B = 0) of y, x with no batch", single, empty, (None, 0), single.expand(0, 5, 6), empty),
+        ("empty rows (m = 0), x and y batched in dimension 0", torch.randn(4, 5, 0), torch.randn(4, 5, 0), (0, 0),
+         torch.randn(4, 5, 0), torch.randn(4, 5, 0)),
+        ("float64 matrices, x batched in dimension 0, y with no batch", exact, exact[0], (0, None), exact,
+         exact[0].expand(4, 5, 6)),
+        ("int64 matrices with values near 2**26, x and y batched in dimension 0", large, large.flip(0), (0, 0), large,
+         large.flip(0)),
+    ]
+
+
+def _vmap_rule_hint(raised: str, x, y, in_dims, xs, returned) -> str:
+    """Where to look, for a rule that raised."""
+    if returned and isinstance(returned[-1], tuple) and len(returned[-1]) == 2:
+        out, out_dim = returned[-1]
+        if isinstance(out, torch.Tensor) and not (isinstance(out_dim, int) and -out.dim() <= out_dim < out.dim()):
+            return (f"Your rule returned a result of shape {list(out.shape)} with batch dimension {out_dim!r}, which "
+                    "it does not have: the second value says which dimension of the result holds the batch (lesson 06, "
+                    "section 6).")
+    if "stride" in raised or "contiguous" in raised:
+        return ("A rule gets its inputs with the caller's strides: their memory need not be laid out as the shape "
+                "your rule views it as (lesson 06, section 6).")
+    if "reshape" in raised or "is invalid for input of size" in raised or "shape" in raised:
+        batches = [f"{name} has shape {list(t.shape)}, "
+                   + ("no batch" if dim is None else f"the batch in dimension {dim}")
+                   for name, t, dim in (("x", x, in_dims[0]), ("y", y, in_dims[1]))]
+        return (f"A size your rule reshapes with, or a shape it calls the kernel with, does not fit: here B, n, m = "
+                f"{', '.join(map(str, xs.shape))}; {'; '.join(batches)}. The kernel takes two (n, m)-shaped tensors "
+                "alike, and each size must fit every batch, an empty one (a size 0) included (lesson 06, section 6).")
+    return ("A rule gets each input with its batch in the dimension in_dims gives (None: no batch, the same tensor for "
+            "every example), calls the kernel on 2-D tensors, and returns the result with the dimension that holds "
+            "the batch (lesson 06, section 6).")
+
+
 @exercise("06.vmap_rule", "hard")
 def vmap_rule(path: Path) -> Result:
     calls, returned = [], []
 
-    def rowsum(x):
-        torch._check(x.dim() == 2, lambda: f"exercise::rowsum: 2-D only, got {x.dim()}-D")
+    def rowdot(x, y):
+        torch._check(x.dim() == 2 and x.shape == y.shape and x.dtype == y.dtype,
+                     lambda: f"exercise::rowdot: two 2-D tensors of the same shape and dtype, got shapes "
+                             f"{list(x.shape)} and {list(y.shape)}, {x.dtype} and {y.dtype}")
         calls.append(tuple(x.shape))
-        return x.sum(1)
+        return (x * y).sum(1)
 
-    yours = load_python(path).rowsum_rule
+    yours = load_python(path).rowdot_rule
 
-    def rule(info, in_dims, x):  # the reader's rule, and what it returned: vmap may raise on it after it returns
-        out = yours(info, in_dims, x)
+    def rule(info, in_dims, x, y):  # the reader's rule, and what it returned: vmap may raise on it after it returns
+        out = yours(info, in_dims, x, y)
         returned.append(out)
         return out
 
-    def bad_out_dim() -> str | None:
-        """What is wrong with the batch dimension the rule returned, or None."""
-        if not returned or not isinstance(returned[-1], tuple) or len(returned[-1]) != 2:
-            return None
-        out, out_dim = returned[-1]
-        if isinstance(out, torch.Tensor) and not (isinstance(out_dim, int) and -out.dim() <= out_dim < out.dim()):
-            return (f"Your rule returned a result of shape {list(out.shape)} with batch dimension {out_dim!r}, which "
-                    "it does not have: the second value says which dimension of the result holds the batch "
-                    "(lesson 06, section 6).")
-        return None
-
-    with operator("rowsum(Tensor x) -> Tensor", rowsum) as library:
-        torch.library.register_vmap("exercise::rowsum", rule, lib=library)
-        batch, stored = torch.randn(4, 5, 6), torch.randn(5, 4, 6)
-        exact = 1 + torch.rand(4, 5, 6, dtype=torch.float64) * 1e-6  # float32 keeps about 7 digits of these
-        cases = [(f"the batch in dimension {d} of x", batch.movedim(0, d), d, batch) for d in (0, 2)]
-        cases += [("the batch in dimension 1 of a contiguous x (the batch is not outermost in memory)", stored, 1,
-                   stored.movedim(1, 0)),
-                  ("the batch in dimension 0 of x, each matrix transposed in memory", batch.mT.contiguous().mT, 0,
-                   batch),
-                  ("an empty batch (B = 0) in dimension 0 of x", torch.randn(0, 5, 6), 0, torch.randn(0, 5, 6)),
-                  ("empty rows (m = 0), the batch in dimension 0 of x", torch.randn(4, 5, 0), 0, torch.randn(4, 5, 0)),
-                  ("float64 matrices, the batch in dimension 0 of x", exact, 0, exact)]
-        first = None
-        for case, x, in_dim, matrices in cases:
+    with operator("rowdot(Tensor x, Tensor y) -> Tensor", rowdot) as library:
+        torch.library.register_vmap("exercise::rowdot", rule, lib=library)
+        for case, x, y, in_dims, xs, ys in _vmap_rule_cases():
             calls.clear()
             returned.clear()
-            expected = matrices.sum(2)
+            expected = (xs * ys).sum(2)
             try:
-                out = torch.vmap(torch.ops.exercise.rowsum, in_dims=in_dim)(x)
+                out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
             except Exception as error:  # noqa: BLE001 - the reader's rule may raise anything; that is the diagnosis
                 raised = str(error).splitlines()[0].split(". Use ")[0][:200]  # torch's own advice is the answer
-                size, n, m = matrices.shape
-                if bad_out_dim():
-                    hint = bad_out_dim()
-                elif "stride" in raised or "contiguous" in raised:
-                    hint = ("A rule gets x with the caller's strides: its matrices need not lie in memory as one "
-                            "matrix of B * n rows (lesson 06, section 6).")
-                elif "reshape" in raised or "is invalid for input of size" in raised:
-                    hint = (f"A size your rule reshapes with does not fit the tensor it reshapes: here B, n, m = "
-                            f"{size}, {n}, {m}, and x has shape {list(x.shape)}, the batch in dimension {in_dim}. Each "
-                            "size must be read from the tensor being reshaped, and fit every batch, an empty one (a "
-                            "size 0) included (lesson 06, section 6).")
-                else:
-                    hint = ("A rule gets x with the batch in dimension in_dims[0], calls the kernel on 2-D tensors, "
-                            "and returns the result with the dimension that holds the batch (lesson 06, section 6).")
-                return Result(False, f"with {case} (strides {list(x.stride())}): your rule raised "
-                                     f"{type(error).__name__}: {raised}\n{hint}")
+                return Result(False, f"with {case} (strides {list(x.stride())} and {list(y.stride())}): your rule "
+                                     f"raised {type(error).__name__}: {raised}\n"
+                                     + _vmap_rule_hint(raised, x, y, in_dims, xs, returned))
             if out.shape != expected.shape or out.dtype != expected.dtype:
                 dtypes = f", {out.dtype}" if out.dtype != expected.dtype else "", f", {expected.dtype}"
                 return Result(False, f"with {case}: wrong result, shape {list(out.shape)}{dtypes[0]}, wanted "
                                      f"{list(expected.shape)}{dtypes[1] if dtypes[0] else ''}")
-            tolerance = {"rtol": 1e-12, "atol": 0} if x.dtype == torch.float64 else {}
+            exact = {"rtol": 0, "atol": 0}
+            tolerance = {torch.float32: {}, torch.float64: {"rtol": 1e-12, "atol": 0}}.get(x.dtype, exact)
             if not torch.allclose(out, expected, **tolerance):
                 error = (out - expected).abs().max().item()
                 return Result(False, f"with {case}: wrong result" + (
-                    f", off by up to {error:.3g}: {x.dtype} matrices summed with less precision than their dtype "
-                    "has (lesson 06, section 6)" if tolerance else ""))
+                    f", off by up to {error:.3g}: {x.dtype} matrices summed with less precision than their dtype has "
+                    "(lesson 06, section 6)" if x.dtype != torch.float32 and error < expected.abs().max() * 1e-3
+                    else "\nLook again at lesson 06, section 6: where each input's batch is, and which rows of x and "
+                         "y the kernel gets together"))
             if len(calls) != 1:
-                size, n = expected.shape
-                return Result(False, f"right result, but the kernel ran {len(calls)} times for a batch of {size}: a "
-                                     f"rule should call it once ({size} matrices of {n} rows are one matrix of "
-                                     f"{size * n} rows)")
-            first = first or calls[0]
-        return Result(True, f"one call, on shape {list(first)}, wherever the batch dimension is, for empty batches "
-                            "and float64 too")
+                return Result(False, f"right result, but the kernel ran {len(calls)} times for a batch of "
+                                     f"{expected.shape[0]}, {case}: a rule should call it once for the whole batch "
+                                     "(lesson 06, section 6)")
+        return Result(True, "one call, whichever inputs are batched and wherever their batch is, for empty batches, "
+                            "float64 and int64 too")
 
 
 # ---------------------------------------------------------------------------------------------

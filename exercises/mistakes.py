@@ -38,7 +38,9 @@ class Mistake:
 MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self's own "
             "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
-VMAP_RETURN = 'rowsum(batch.reshape(size * n, m)).reshape(size, n), 0'  # 06.vmap_rule's solution, likewise
+VMAP_INPUTS = ('    xs, ys = (t.movedim(dim, 0) if dim is not None else t.expand(size, *t.shape) for t, dim in '
+               'zip((x, y), in_dims))\n')  # 06.vmap_rule's solution, likewise
+VMAP_RETURN = 'rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), 0'
 
 
 MISTAKES = [
@@ -377,43 +379,42 @@ MISTAKES = [
             edits=[(FAKE_RETURN,
                     '    return a.new_empty(2, *[int(s) for s in a.shape], dtype=torch.result_type(a, b))\n')]),
     # 06.vmap_rule
-    Mistake('06.vmap_rule', 'batch_first_assumed', 'the batch taken to be dimension 0, whatever in_dims says',
-            expect='with the batch in dimension 2 of x: wrong result',
-            edits=[(('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n'
-              '    size, n, m = batch.shape\n'
-              '    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n'),
-             ('    size, n, m = x.shape\n'
-              '    return rowsum(x.reshape(size * n, m)).reshape(size, n), 0\n'))]),
-    Mistake('06.vmap_rule', 'one_call_per_row', 'a loop over the rows instead of the matrices',
-            expect='the kernel ran 20 times',
-            edits=[('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n',
-             '    batch = x.movedim(in_dims[0], 0)\n'),
-            ('    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n',
-             ('    rows = batch.reshape(size * n, m)\n'
-              '    return torch.cat([rowsum(rows[i : i + 1]) for i in range(size * n)]).reshape(size, n), 0\n'))]),
-    Mistake('06.vmap_rule', 'wrong_out_dim', "the result's batch dimension said to be 1",
-            expect='wrong result',
-            edits=[('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n',
-             '    batch = x.movedim(in_dims[0], 0)\n'),
-            ('    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n',
-             '    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 1\n')]),
-    Mistake('06.vmap_rule', 'view_not_reshape', "view, which refuses a batch whose memory isn't laid out as its shape",
-            expect="outermost in memory) (strides [24, 6, 1]): your rule raised RuntimeError: view size is not",
-            edits=[('rowsum(batch.reshape(size * n, m)).reshape(size, n), 0',
-                    'rowsum(batch.view(size * n, m)).view(size, n), 0')]),
-    Mistake('06.vmap_rule', 'out_dim_of_input', "the input's batch dimension returned as the result's",
+    Mistake('06.vmap_rule', 'batch_first_assumed', 'each batch taken to be in dimension 0, whatever in_dims says',
+            expect='with x batched in dimension 2, y in dimension 1',
+            edits=[(VMAP_INPUTS, '    xs, ys = (t if dim is not None else t.expand(size, *t.shape) '
+                                 'for t, dim in zip((x, y), in_dims))\n')]),
+    Mistake('06.vmap_rule', 'y_batch_where_x_has_it', "y's batch looked for in x's dimension",
+            expect='with x batched in dimension 2, y in dimension 1',
+            edits=[('zip((x, y), in_dims)', 'zip((x, y), (in_dims[0], in_dims[0]))')]),
+    Mistake('06.vmap_rule', 'unbatched_left_as_is', 'an input with no batch left as one matrix, not one per example',
+            expect='y with no batch (strides [24, 6, 1] and [6, 1]): your rule raised RuntimeError',
+            edits=[('else t.expand(size, *t.shape)', 'else t')]),
+    Mistake('06.vmap_rule', 'rows_repeated', 'an input with no batch repeated row by row (repeat_interleave), not '
+            'matrix by matrix', expect='y with no batch: wrong result',
+            edits=[('else t.expand(size, *t.shape)', 'else t.repeat_interleave(size, 0).reshape(size, *t.shape)')]),
+    Mistake('06.vmap_rule', 'view_not_reshape', "view, which refuses memory not laid out as the shape it asks for",
+            expect='your rule raised RuntimeError: view size is not',
+            edits=[(VMAP_RETURN, 'rowdot(xs.view(size * n, m), ys.view(size * n, m)).view(size, n), 0')]),
+    Mistake('06.vmap_rule', 'out_dim_of_input', "x's batch dimension returned as the result's",
             expect='Your rule returned a result of shape [4, 5] with batch dimension 2',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(size * n, m)).reshape(size, n), in_dims[0]')]),
-    Mistake('06.vmap_rule', 'row_length_of_x', "the row length read from x's last dimension: the batch's, when last",
-            expect='does not fit the tensor it reshapes: here B, n, m = 4, 5, 6, and x has shape [5, 6, 4]',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(-1, x.shape[-1])).reshape(size, -1), 0')]),
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), '
+                                 'in_dims[0]')]),
+    Mistake('06.vmap_rule', 'size_from_x', "B read from x's batch dimension, which an unbatched x does not have",
+            expect='with x with no batch, y batched in dimension 0 (strides [6, 1] and [30, 6, 1]): your rule raised',
+            edits=[('    size = info.batch_size\n', '    size = x.shape[in_dims[0]]\n')]),
     Mistake('06.vmap_rule', 'inferred_sizes', 'reshape(-1, m): no size can be inferred from 0 elements',
-            expect='with an empty batch (B = 0) in dimension 0 of x (strides [30, 6, 1]): your rule raised '
-                   'RuntimeError: cannot reshape tensor of 0 elements',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(-1, m)).reshape(size, -1), 0')]),
+            expect='with an empty batch (B = 0) of y, x with no batch (strides [6, 1] and [30, 6, 1]): your rule '
+                   'raised RuntimeError: cannot reshape tensor of 0 elements',
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(-1, m), ys.reshape(-1, m)).reshape(size, -1), 0')]),
     Mistake('06.vmap_rule', 'float32_sum', 'summed in float32 and cast back: float64 loses precision',
-            expect='with float64 matrices, the batch in dimension 0 of x: wrong result, off by up to',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(size * n, m).float()).reshape(size, n).to(x.dtype), 0')]),
+            expect='with float64 matrices, x batched in dimension 0, y with no batch: wrong result, off by up to',
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(size * n, m).float(), ys.reshape(size * n, m).float())'
+                                 '.reshape(size, n).to(x.dtype), 0')]),
+    Mistake('06.vmap_rule', 'float64_sum', 'summed in float64 and cast back: int64 sums past 2**53 lose their '
+            'last bits',
+            expect='with int64 matrices with values near 2**26, x and y batched in dimension 0: wrong result, off by',
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(size * n, m).double(), ys.reshape(size * n, m).double())'
+                                 '.reshape(size, n).to(x.dtype), 0')]),
     # 07.layer_cost
     Mistake('07.layer_cost', 'always_a_cost', "interleaved and robust, but it never says 'within noise'",
             expect='no layer at all: the same call twice: you report',

@@ -593,18 +593,14 @@ def _raised(error: Exception, path: Path) -> str:
     return f"{type(error).__name__}{where}: {str(error).splitlines()[0][:200] if str(error) else ''}"
 
 
-def _specialized_sizes(op, path: Path) -> Result | None:
-    """None when the fake kernel of `op` (exercise::stack2) keeps symbolic sizes symbolic, as
-    torch.compile(dynamic=True) and torch.export with a Dim need; else what it did. Each case's inputs get sizes of
-    their own in a fresh ShapeEnv, every size >= 2 (0 and 1 are specialized by torch itself); b is made from a on fake
-    tensors, so that both share their symbols."""
+def _specialized_sizes(op, cases: list, path: Path, lesson: str) -> Result | None:
+    """None when the fake kernel of `op`, a binary operator, keeps symbolic sizes symbolic, as
+    torch.compile(dynamic=True) and torch.export with a Dim need; else what it did. `cases` are (what, a, b's dtype or
+    None for a's): each case's inputs get sizes of their own in a fresh ShapeEnv, every size >= 2 (0 and 1 are
+    specialized by torch itself); b is made from a on fake tensors, so that both share their symbols."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
-    cases = [("two float32 tensors", torch.randn(3, 4), None),
-             ("two channels_last float32 tensors", torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last), None),
-             ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
-             ("an int32 and a float32 tensor", torch.arange(6, dtype=torch.int32), torch.float32)]
     for what, a, b_dtype in cases:
         shape_env = ShapeEnv()
         mode = FakeTensorMode(shape_env=shape_env)
@@ -619,7 +615,7 @@ def _specialized_sizes(op, path: Path) -> Result | None:
             except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
                 return Result(False, f"for {what} of symbolic shape {shown} (torch.compile(dynamic=True) and "
                                      f"torch.export with a Dim pass such sizes): your fake kernel raised "
-                                     f"{_raised(error, path)}\nLook again at lesson 06, section 5.")
+                                     f"{_raised(error, path)}\nLook again at {lesson}.")
         fixed = {str(symbol): shape_env.replace(symbol) for symbol in symbols}
         fixed = {symbol: value for symbol, value in fixed.items() if value.is_number}
         if fixed:
@@ -627,7 +623,7 @@ def _specialized_sizes(op, path: Path) -> Result | None:
             return Result(False, f"for {what} of symbolic shape {shown} (as torch.compile(dynamic=True) and "
                                  f"torch.export with a Dim pass them), your fake kernel turned {made}: the traced code "
                                  "then holds for this size only, torch.compile compiles again for every other size, "
-                                 "and export with a Dim refuses it (lesson 06, section 5)")
+                                 f"and export with a Dim refuses it ({lesson})")
     return None
 
 
@@ -681,7 +677,11 @@ def fake_kernel(path: Path) -> Result:
             if failed:
                 return Result(False, f"{inputs} ({strides}): opcheck's {', '.join(failed)} failed: the fake output "
                                      "must match the real one's shape, dtype, device and strides")
-        return _specialized_sizes(op, path) or Result(
+        symbolic = [("two float32 tensors", torch.randn(3, 4), None),
+                    ("two channels_last float32 tensors", channels_last, None),
+                    ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
+                    ("an int32 and a float32 tensor", torch.arange(6, dtype=torch.int32), torch.float32)]
+        return _specialized_sizes(op, symbolic, path, "lesson 06, section 5") or Result(
             True, "shape, dtype, device and strides match the real kernel's, for every input, and symbolic sizes stay "
                   "symbolic")
 
@@ -973,6 +973,40 @@ def load_before_aoti(path: Path) -> Result:
                          "package holds of the operators it calls, and what it does not.")
 
 
+def _stable_add_opcheck_cases() -> list[tuple]:
+    """08.stable_autograd's opcheck calls: (what, self, other, which of them require grad)."""
+    def both(dtype, make=torch.randn):
+        return make(3, 4).to(dtype), make(3, 4).to(dtype)
+
+    cases = [(f"{what}, requires_grad {grads}", a, b, grads)
+             for what, (a, b) in [("contiguous inputs", both(torch.float32)),
+                                  ("a transposed (non-contiguous) `self`", (torch.randn(4, 3).t(), torch.randn(3, 4))),
+                                  ("a transposed `other`", (torch.randn(3, 4), torch.randn(4, 3).t()))]
+             for grads in ((True, True), (True, False), (False, True))]
+    integers = lambda *shape: torch.randint(-100, 100, shape)  # noqa: E731 - a randn for integer dtypes
+    return cases + [
+        ("float64 inputs, `self` transposed", torch.randn(4, 3, dtype=torch.float64).t(),
+         torch.randn(3, 4, dtype=torch.float64), (True, True)),
+        ("float16 inputs", *both(torch.float16), (True, False)),
+        ("bfloat16 inputs, `other` transposed", torch.randn(3, 4, dtype=torch.bfloat16),
+         torch.randn(4, 3, dtype=torch.bfloat16).t(), (False, True)),
+        ("int32 inputs, `self` transposed", integers(4, 3).int().t(), integers(3, 4).int(), (False, False)),
+        ("int64 inputs", *both(torch.int64, integers), (False, False)),
+        ("an expanded `self` (stride 0)", torch.randn(3, 1).expand(3, 4), torch.randn(3, 4), (True, False)),
+        ("empty inputs, shape (0, 4)", torch.randn(0, 4), torch.randn(0, 4), (False, False)),
+    ]
+
+
+STABLE_ADD_REFUSED = [  # (what, self, other): calls add.cpp's kernel refuses
+    ("a float32 `self` and a float64 `other`", torch.ones(3, 4), torch.ones(3, 4, dtype=torch.float64)),
+    ("`self` of shape [3, 4] and `other` of shape [4, 3]", torch.ones(3, 4), torch.ones(4, 3)),
+    ("`self` of shape [3, 4] and `other` of shape [4] (which would broadcast)", torch.ones(3, 4), torch.ones(4)),
+    ("two int16 tensors", torch.ones(3, 4, dtype=torch.int16), torch.ones(3, 4, dtype=torch.int16)),
+    ("two bool tensors", torch.ones(3, 4, dtype=torch.bool), torch.ones(3, 4, dtype=torch.bool)),
+    ("two complex64 tensors", torch.ones(3, 4, dtype=torch.complex64), torch.ones(3, 4, dtype=torch.complex64)),
+]
+
+
 @exercise("08.stable_autograd", "hard")
 def stable_autograd(path: Path) -> Result:
     build.load("stable")
@@ -982,35 +1016,56 @@ def stable_autograd(path: Path) -> Result:
     torch.library.register_autograd("workbook_stable::add", answer.backward, setup_context=answer.setup_context,
                                     lib=library)
     op = torch.ops.workbook_stable.add.default
-    problems = []
-    cases = [("contiguous inputs", torch.randn(3, 4), torch.randn(3, 4)),
-             ("a transposed (non-contiguous) `self`", torch.randn(4, 3).t(), torch.randn(3, 4)),
-             ("a transposed `other`", torch.randn(3, 4), torch.randn(4, 3).t())]
-    for what, a, b in cases:
-        for grads in ((True, True), (True, False), (False, True)):
-            a_, b_ = a.clone().requires_grad_(grads[0]), b.clone().requires_grad_(grads[1])
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                results = torch.library.opcheck(op, (a_, b_), raise_exception=False)
-            failed = {test: outcome for test, outcome in results.items() if outcome != "SUCCESS"}
-            if failed:
-                first = next(iter(failed.values()))
-                problems.append(f"{what}, requires_grad {grads}: opcheck's {', '.join(failed)} failed"
-                                + (f" ({str(first).splitlines()[0][:200]})" if str(first) else ""))
-                break
-            if any(FALLBACK_WARNING in str(w.message) for w in caught):
-                problems.append(f"{what}: the gradient came from torch's autograd fallback, not from a formula")
-                break
-        if problems:
-            break
-    if not problems:
-        args = (torch.randn(3, 4, dtype=torch.float64, requires_grad=True),
-                torch.randn(4, 3, dtype=torch.float64).t().requires_grad_())
-        if not torch.autograd.gradcheck(op, args, raise_exception=False):
-            problems.append("gradcheck failed")
-    hint = "\nLook again at lesson 08, section 2 (its limits), and at lessons 04 and 06." if problems else ""
-    return Result(not problems, "\n".join(problems) + hint if problems else "opcheck and gradcheck pass, for every "
-                                                                            "layout and requires_grad")
+    hint = "\nLook again at lesson 08, section 2 (its limits), and at lessons 04 and 06."
+    for what, a, b, grads in _stable_add_opcheck_cases():
+        a_, b_ = a.detach().requires_grad_(grads[0]), b.detach().requires_grad_(grads[1])  # fresh leaves, same strides
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            results = torch.library.opcheck(op, (a_, b_), raise_exception=False)
+        failed = {test: outcome for test, outcome in results.items() if outcome != "SUCCESS"}
+        if failed:
+            first = next(iter(failed.values()))
+            return Result(False, f"{what}: opcheck's {', '.join(failed)} failed"
+                                 + (f" ({str(first).splitlines()[0][:200]})" if str(first) else "") + hint)
+        if any(FALLBACK_WARNING in str(w.message) for w in caught):
+            return Result(False, f"{what}: the gradient came from torch's autograd fallback, not from a formula" + hint)
+    args = (torch.randn(3, 4, dtype=torch.float64, requires_grad=True),
+            torch.randn(4, 3, dtype=torch.float64).t().requires_grad_())
+    if not torch.autograd.gradcheck(op, args, raise_exception=False):
+        return Result(False, "gradcheck failed: your backward's gradients are not those of self + other" + hint)
+    meta = "lesson 06, section 4: a kernel given by register_fake runs on meta tensors too, and returns meta tensors"
+    for dtype in (torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloat16, torch.float16):
+        a, b = torch.ones(4, 3, dtype=dtype).t(), torch.ones(3, 4, dtype=dtype)
+        real = op(a, b)
+        try:
+            out = op(a.to("meta"), b.to("meta"))
+        except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
+            return Result(False, f"on two {dtype} meta tensors, your fake kernel raised {_raised(error, path)}\n"
+                                 f"Look again at {meta}.")
+        if (out.device.type, out.shape, out.dtype, out.stride()) != ("meta", real.shape, real.dtype, real.stride()):
+            return Result(False, f"on two {dtype} meta tensors (`self` transposed), your fake kernel returned shape "
+                                 f"{list(out.shape)}, {out.dtype}, strides {list(out.stride())} on {out.device}: not "
+                                 f"what the CPU kernel returns on CPU tensors, moved to meta.\nLook again at {meta}.")
+    symbolic = [("two float32 tensors", torch.randn(3, 4), None),
+                ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
+                ("two int32 tensors", torch.arange(12, dtype=torch.int32).view(3, 4), None)]
+    if problem := _specialized_sizes(op, symbolic, path, "lesson 08, section 2, and lesson 06, section 5"):
+        return problem
+    for what, a, b in STABLE_ADD_REFUSED:
+        try:
+            op(a, b)
+        except RuntimeError as error:
+            refused = str(error).splitlines()[0]
+        try:
+            op(a.to("meta"), b.to("meta"))
+        except Exception:  # noqa: BLE001 - any error refuses the call, as the CPU kernel's does
+            continue
+        return Result(False, f"on meta tensors, your fake kernel accepted {what}, which the CPU kernel refuses "
+                             f"(\"{refused}\"): torch.compile and torch.export would trace a call that fails when it "
+                             "runs.\nLook again at lesson 02: the workbook's Meta kernels (csrc/meta.cpp) check what "
+                             "its CPU kernels check.")
+    return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad; the fake kernel keeps "
+                        "sizes symbolic, works on meta tensors, and refuses what the CPU kernel refuses")
 
 
 # ---------------------------------------------------------------------------------------------

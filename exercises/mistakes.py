@@ -38,6 +38,14 @@ class Mistake:
 MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self's own "
             "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
+STABLE_FAKE = ("    return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and "
+               "device\n")
+STABLE_CHECKS = """\
+    # add.cpp's checks, as torch._check: on symbolic sizes it compares the symbols, and fixes no size to a number.
+    torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype {self.dtype}")
+    torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
+    torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
+"""  # 08.stable_autograd's solution, as mistakes edit it
 VMAP_INPUTS = ('    xs, ys = (t.movedim(dim, 0) if dim is not None else t.expand(size, *t.shape) for t, dim in '
                'zip((x, y), in_dims))\n')  # 06.vmap_rule's solution, likewise
 VMAP_RETURN = 'rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), 0'
@@ -531,10 +539,10 @@ MISTAKES = [
               '    return model(x)\n'),
              '    return torch._inductor.aoti_load_package(model_pt2)(x)\n')]),
     # 08.stable_autograd
-    Mistake('08.stable_autograd', 'empty_like', "torch.empty_like(self): self's strides, which a transposed self does not share with the output",
+    Mistake('08.stable_autograd', 'empty_like', "torch.empty_like(self): self's strides, which a transposed self "
+            "does not share with the output",
             expect='a transposed (non-contiguous) `self`',
-            edits=[("    return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and device\n",
-             '    return torch.empty_like(self)\n')]),
+            edits=[(STABLE_FAKE, '    return torch.empty_like(self)\n')]),
     Mistake('08.stable_autograd', 'one_gradient', 'one gradient for two inputs',
             expect='test_aot_dispatch_dynamic failed',
             edits=[('    pass  # d(self + other) needs nothing from forward\n',
@@ -547,6 +555,27 @@ MISTAKES = [
              '    pass\n'),
             ('    return grad, grad  # one gradient per input\n',
              '    return grad, None\n')]),
+    Mistake('08.stable_autograd', 'float32_output', 'torch.empty(self.shape): float32 whatever the dtype (a '
+            "learner's run passed it)", expect='float64 inputs, `self` transposed: opcheck',
+            edits=[(STABLE_FAKE, '    return torch.empty(self.shape)\n')]),
+    Mistake('08.stable_autograd', 'cpu_output', "the right dtype, on the CPU whatever the inputs' device",
+            expect='meta tensors (`self` transposed), your fake kernel returned shape [3, 4], torch.float32, strides '
+                   '[4, 1] on cpu',
+            edits=[(STABLE_FAKE, '    return torch.empty(self.shape, dtype=self.dtype)\n')]),
+    Mistake('08.stable_autograd', 'sizes_read_as_ints', 'sizes read as ints: symbolic ones specialize',
+            expect='your fake kernel turned s',
+            edits=[(STABLE_FAKE, '    return self.new_empty([int(size) for size in self.shape])\n')]),
+    Mistake('08.stable_autograd', 'no_checks', 'no check at all: meta and fake calls accept what the kernel refuses',
+            expect='your fake kernel accepted a float32 `self` and a float64 `other`',
+            edits=[(STABLE_CHECKS, '')]),
+    Mistake('08.stable_autograd', 'broadcasting_accepted', 'shapes that broadcast accepted, as aten::add accepts them',
+            expect='accepted `self` of shape [3, 4] and `other` of shape [4] (which would broadcast)',
+            edits=[('    torch._check(other.shape == self.shape,',
+                    '    torch._check(torch.broadcast_shapes(other.shape, self.shape) == self.shape,')]),
+    Mistake('08.stable_autograd', 'dtypes_unchecked', "add.cpp's list of dtypes not checked",
+            expect='accepted two int16 tensors',
+            edits=[('    torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype '
+                    '{self.dtype}")\n', '')]),
     # 09.served
     Mistake('09.served', 'matmul_reaches_the_device', 'aten::matmul listed: a composite operator, it never reaches the key',
             expect="your call 1, 'aten::matmul', is not the operator",

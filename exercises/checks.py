@@ -1109,10 +1109,56 @@ def served(path: Path) -> Result:
                          "(composite ones do not), and which of them have kernels of ours.")
 
 
-def _mul_kernel_problems() -> list[str]:
-    """What a kernel for aten::mul_.Tensor at PrivateUse1 must do on the device: [] when it does."""
+def _mul_out_cases() -> tuple[dict, dict, dict]:
+    """09.inplace_kernel's calls, each a function of `to`, which puts a CPU tensor where the call is made (the device,
+    or a copy on the CPU for aten's answer) and returns (self, other, out). A tensor given without `to` stays on the CPU
+    in both. Three groups: the plain calls; those that tell a product computed or stored in the wrong dtype, or
+    `other` read against its strides; the calls to refuse, with the argument on the CPU where that is why."""
     generator = torch.Generator().manual_seed(0)
-    x, other, row, columns = (torch.randn(shape, generator=generator) for shape in ((4, 5), (4, 5), (5,), (5, 4)))
+    shapes = ((4, 5), (4, 5), (4, 5), (5,), (5, 4))
+    x, y, z, row, columns = (torch.randn(shape, generator=generator) for shape in shapes)
+    large, small = torch.arange(20).view(4, 5) + 2**40 + 1, torch.arange(20).view(4, 5) % 3 + 1
+    plain = {
+        "two 4 x 5 tensors into a 4 x 5 `out`": lambda to: (to(x), to(y), to(z)),
+        "a row that broadcasts as `other`": lambda to: (to(x), to(row), to(z)),
+        "a 0-dim CPU tensor as `other` (a scalar)": lambda to: (to(x), torch.tensor(3.0), to(z)),
+        "a 0-dim CPU tensor as `self` (a scalar)": lambda to: (torch.tensor(3.0), to(y), to(z)),
+        "a transposed view as `out`": lambda to: (to(x), to(y), to(columns).t()),
+        "`out` that is `self` itself": lambda to: ((self := to(x)), to(y), self),
+        "`out` that is `other` itself": lambda to: (to(x), (other := to(y)), other),
+        "an empty `out` (0 elements)": lambda to: (to(x), to(y), to(torch.empty(0))),
+        "a 2 x 3 `out`": lambda to: (to(x), to(y), to(torch.ones(2, 3))),
+    }
+    harder = {
+        "a transposed view as `other`": lambda to: (to(x), to(columns).t(), to(z)),
+        "two float32 tensors into a float64 `out`": lambda to: (to(x / 3), to(y / 7), to(z.double())),
+        "two int64 tensors with values near 2**40": lambda to: (to(large), to(small), to(torch.zeros_like(large))),
+        "a float16 self times a float32 other into a float16 `out`": lambda to: (
+            to(torch.arange(1000.0, 1020.0).view(4, 5).half()), to(torch.full((4, 5), 1.0003)), to(z.half())),
+        "an int32 self times a float32 other into a float32 `out`": lambda to: (
+            to(torch.arange(6, dtype=torch.int32)), to(torch.full((6,), 0.5)), to(torch.zeros(6))),
+    }
+    refused = {
+        "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
+        "a (1,)-shaped CPU tensor as `self`": ("self", lambda to: (torch.tensor([3.0]), to(y), to(z))),
+        "a 4 x 5 CPU tensor as `out`": ("out", lambda to: (to(x), to(y), z.clone())),
+        "a float32 product into an int64 `out`": (None, lambda to: (to(x), to(y), to(torch.zeros_like(large)))),
+        "a float32 product into an empty int64 `out`": (
+            None, lambda to: (to(x), to(y), to(torch.empty(0, dtype=torch.int64)))),
+        "an int16 self times a 0-dim CPU 2.5 into an int16 `out`": (None, lambda to: (
+            to(torch.arange(6, dtype=torch.int16)), torch.tensor(2.5), to(torch.zeros(6, dtype=torch.int16)))),
+        "an int64 product into a bool `out`": (None, lambda to: (
+            to(torch.arange(6)), to(torch.arange(6)), to(torch.zeros(6, dtype=torch.bool)))),
+        "a float32 self times a complex64 other into a float32 `out`": (None, lambda to: (
+            to(torch.ones(6)), to(torch.full((6,), 1j)), to(torch.zeros(6)))),
+    }
+    return plain, harder, refused
+
+
+def _mul_out_problems() -> list[str]:
+    """What a kernel for aten::mul.out at PrivateUse1 must do on the device: [] when it does."""
+    import re
+
     problems = []
     kernel_only = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
     grad_mode = torch.is_grad_enabled()
@@ -1126,99 +1172,123 @@ def _mul_kernel_problems() -> list[str]:
                                 "state must restore it, or every later call runs changed (lesson 00, section 2)")
             torch.set_grad_enabled(grad_mode)
 
-    strided_other = ("self holds the wrong values, though they were right with a contiguous `other`: `other` is a "
+    def on_device(tensor):
+        return tensor.to(device.NAME)
+
+    def on_cpu(tensor):
+        return tensor.clone()
+
+    def call(arguments):  # straight to your kernel: the autograd kernel above it returns out whatever yours returns
+        self, other, out = arguments
+        return torch.ops.aten.mul.out.redispatch(kernel_only, self, other, out=out)
+
+    def raised(case: str, error: Exception) -> str:
+        if isinstance(error, RecursionError):
+            return (f"on {case}: your kernel called itself until Python's recursion limit: on the device, mul_ and "
+                    "torch.mul(..., out=) reach aten::mul.out, which is your kernel now (lesson 09, section 7: "
+                    "aten's structured kernels call the out= form)")
+        return f"on {case}: your kernel raised {type(error).__name__}: {str(error).splitlines()[0][:160]}"
+
+    def snapshot(tensors):  # each argument as the CPU sees it now, once per tensor object (out may be self)
+        return [(t.shape, t.cpu().clone()) for t in tensors]
+
+    def unchanged(before, tensors):
+        return all(t.shape == shape and torch.equal(t.cpu(), values) for (shape, values), t in zip(before, tensors))
+
+    strided_other = ("out holds the wrong values, though they were right with contiguous arguments: `other` is a "
                      "transposed view here, and its elements were not read where its strides put them")
-    near = ("self holds values near the product but not those aten's mul_ writes (at {at}: {got} for {want}): the "
-            "product was computed, or `other` rounded, in another dtype than aten computes self * other in")
-    # (self on the CPU, the view of it the kernel gets, other, what to say when the values are wrong)
-    cases = {"two 4 x 5 tensors": (x, lambda d: d, other, None),
-             "a transposed view as self": (x, lambda d: d.t(), other.t().contiguous(), None),
-             "a row that broadcasts": (x, lambda d: d, row, None),
-             "a 0-dim CPU tensor (a scalar)": (x, lambda d: d, torch.tensor(3.0), None)}
-    more = {"a transposed view as `other`": (x, lambda d: d, columns.t(), strided_other),
-            "two float64 tensors": (x.double() / 3, lambda d: d, other.double() / 7, near),
-            "two int64 tensors with values near 2**40": (torch.arange(20).view(4, 5) + 2**40 + 1,
-                                                         lambda d: d, torch.arange(20).view(4, 5) % 3 + 1, near),
-            "a float16 self times a float32 other": (torch.arange(1000.0, 1020.0).view(4, 5).half(), lambda d: d,
-                                                     torch.full((4, 5), 1.0003), near)}
-    for group in (cases, more):
-        if problems:  # the harder cases once the plain ones pass
-            break
-        for case, (base, view_of, factor, wrong) in group.items():
-            on_device = base.to(device.NAME)
-            storage = on_device.data_ptr()
-            target = view_of(on_device)
-            argument = factor if factor.dim() == 0 else factor.to(device.NAME)  # a 0-dim factor stays on the CPU
-            try:  # straight to the kernel at PrivateUse1: the autograd kernel above it returns self whatever
-                returned = torch.ops.aten.mul_.Tensor.redispatch(kernel_only, target, argument)
-            except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
-                problems.append(f"on {case}: your kernel raised {type(error).__name__}: "
-                                f"{str(error).splitlines()[0][:160]}")
+    near = ("out holds values near the product but not those aten's mul writes (at {at}: {got} for {want}): the "
+            "product was computed, or an argument rounded, in another dtype than aten computes self * other in")
+    plain, harder, refused = _mul_out_cases()
+    wrong_values = {"a transposed view as `other`": strided_other}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # aten warns when it resizes an `out` that had elements: not the point here
+        for group in (plain, harder):
+            if problems:  # the harder cases once the plain ones pass
+                break
+            for case, build_arguments in group.items():
+                expected = build_arguments(on_cpu)
+                torch.mul(expected[0], expected[1], out=expected[2])
+                arguments = build_arguments(on_device)
+                self, other, out = arguments
+                inputs = [t for t in (self, other) if t is not out]
+                inputs_before = snapshot(inputs)
+                storage = out.data_ptr() if out.numel() == expected[2].numel() else None  # None: out must grow
+                try:
+                    returned = call(arguments)
+                except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
+                    problems.append(raised(case, error))
+                    grad_mode_left(f"on {case}")
+                    continue
                 grad_mode_left(f"on {case}")
+                want = expected[2]
+                values = out.cpu()
+                if not unchanged(inputs_before, inputs):
+                    problems.append(f"on {case}: your kernel changed `self` or `other`, which is not `out`: only `out` "
+                                    "is written")
+                elif storage is not None and out.data_ptr() != storage:
+                    problems.append(f"on {case}: out's memory was replaced, not written into")
+                elif values.shape != want.shape:
+                    problems.append(f"on {case}: out has shape {list(values.shape)} after the call, not the "
+                                    "product's: an `out` of another shape is resized")
+                elif values.dtype != want.dtype or not torch.equal(values, want):
+                    wrong = wrong_values.get(case, near if group is harder else None)
+                    if wrong is near and not torch.allclose(values.double(), want.double(), rtol=1e-2):
+                        wrong = None  # not a rounding: far from the product
+                    if wrong:
+                        at = next(zip(*torch.nonzero(values != want, as_tuple=True)), ())
+                        at = tuple(int(i) for i in at)
+                        problems.append(f"on {case}: " + wrong.format(at=list(at), got=values[at].item(),
+                                                                      want=want[at].item()))
+                    else:
+                        as_it_was = torch.equal(values, build_arguments(on_cpu)[2])
+                        problems.append(f"on {case}: out {'did not change' if as_it_was else 'holds the wrong values'}"
+                                        ": the product must be written into out's own memory, on the device")
+                elif out.stride() != want.stride():
+                    problems.append(f"on {case}: out holds the product, with strides {list(out.stride())} where aten's "
+                                    f"has {list(want.stride())}: out's memory is written as it is laid out")
+                elif returned is not out:
+                    what = (f"a new tensor on {returned.device}" if isinstance(returned, torch.Tensor)
+                            else type(returned).__name__)
+                    problems.append(f"on {case}: out holds the product, but your kernel returned {what}, not out: an "
+                                    "out= kernel returns the tensor it wrote into (torch.mul(..., out=o) hides this: "
+                                    "the autograd kernel above yours returns o whatever yours returns)")
+        # Refusals: each must raise, and leave every argument as it was.
+        for case, (on_the_cpu, build_arguments) in refused.items():
+            if problems:
+                break
+            arguments = build_arguments(on_device)
+            before = snapshot(arguments)
+            try:
+                call(arguments)
+            except RuntimeError as error:
+                grad_mode_left(f"on {case}")
+                if isinstance(error, RecursionError):
+                    problems.append(raised(case, error))
+                    continue
+                # The argument's name as a word: "out" inside "mul.out" or "output" does not name it.
+                if on_the_cpu and not re.search(rf"(?<![.\w]){on_the_cpu}\b", str(error)):
+                    problems.append(f"{case} was refused, but the error does not name `{on_the_cpu}`: "
+                                    f"{str(error).splitlines()[0]}")
+                elif not unchanged(before, arguments):
+                    problems.append(f"{case} was refused, but only after your kernel had changed an argument: a "
+                                    "refused call must leave every argument as it was")
+                continue
+            except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
+                grad_mode_left(f"on {case}")
+                problems.append(raised(case, error) + ", where aten's kernels raise a RuntimeError")
                 continue
             grad_mode_left(f"on {case}")
-            expected = view_of(base.clone()).mul_(factor)
-            values = target.cpu()
-            if on_device.data_ptr() != storage:
-                problems.append(f"on {case}: self's memory was replaced, not written into")
-            elif values.dtype != expected.dtype or not torch.equal(values, expected):
-                unchanged = torch.equal(on_device.cpu(), base)
-                if wrong is near and not torch.allclose(values.double(), expected.double(), rtol=1e-2):
-                    wrong = None  # not a rounding: far from the product
-                if wrong and (wrong is near or not unchanged):  # a rounding may leave self as it was
-                    at = next(zip(*torch.nonzero(values != expected, as_tuple=True)), ())
-                    at = tuple(int(i) for i in at)
-                    problems.append(f"on {case}: " + wrong.format(at=list(at), got=values[at].item(),
-                                                                  want=expected[at].item()))
-                else:
-                    problems.append(f"on {case}: self {'did not change' if unchanged else 'holds the wrong values'}: "
-                                    "the product must be written into self's own memory, on the device")
-            elif returned is not target:
-                what = (f"a new tensor on {returned.device}" if isinstance(returned, torch.Tensor)
-                        else type(returned).__name__)
-                problems.append(f"on {case}: self holds the product, but your kernel returned {what}, not self: an "
-                                "in-place kernel returns the tensor it wrote into (x.mul_(y) hides this: the autograd "
-                                "kernel above yours returns x whatever yours returns)")
-    # Refusals: each must raise, and leave self as it was.
-    refusals = [("a 4 x 5 CPU tensor as `other`", x, other,
-                 "a 4 x 5 CPU tensor as `other` was accepted: mixed devices must be refused"),
-                ("a (1,)-shaped CPU tensor as `other`", x, torch.tensor([3.0]),
-                 "a (1,)-shaped CPU tensor as `other` was accepted: it holds one element but is not 0-dim, and mixed "
-                 "devices must be refused"),
-                ("an int64 self times a float32 other", torch.arange(6), torch.full((6,), 0.5), None),
-                ("a uint8 self times a float32 other", torch.arange(6, dtype=torch.uint8), torch.full((6,), 0.5), None),
-                ("an int16 self times a 0-dim CPU 2.5", torch.arange(6, dtype=torch.int16), torch.tensor(2.5), None),
-                ("a bool self times an int64 other", torch.arange(6) % 2 == 0, torch.arange(6), None),
-                ("a float32 self times a complex64 other", torch.ones(6), torch.full((6,), 1j), None)]
-    for what, base, factor, accepted in refusals:
-        target = base.to(device.NAME)
-        argument = factor if factor.dim() == 0 or what.endswith("CPU tensor as `other`") else factor.to(device.NAME)
-        try:
-            target.mul_(argument)
-        except RuntimeError as error:
-            grad_mode_left(f"on {what}")
-            if accepted and "other" not in str(error):
-                problems.append(f"a CPU `other` was refused, but the error does not name it: "
-                                f"{str(error).splitlines()[0]}")
-                break
-            if not torch.equal(target.cpu(), base):
-                problems.append(f"{what} was refused, but only after your kernel had changed self (self became "
-                                f"{target.cpu().tolist()}): a refused call must leave self as it was")
-                break
-            continue
-        grad_mode_left(f"on {what}")
-        problems.append(accepted or f"{what} was accepted (self became {target.cpu().tolist()}): self can't hold "
-                                    f"the {torch.result_type(base, argument)} product, and aten's in-place operators "
-                                    "refuse it")
-        break
-    if not problems:
-        leaf = x.to(device.NAME).requires_grad_()
-        factor = other.to(device.NAME).requires_grad_()
-        product = leaf.clone()
-        product.mul_(factor)
-        product.sum().backward()
-        if not (torch.allclose(leaf.grad.cpu(), other) and torch.allclose(factor.grad.cpu(), x)):
-            problems.append("the gradients of self and other are wrong")
+            self, other, out = arguments
+            problems.append(f"{case} was accepted: " + (
+                "mixed devices must be refused" if on_the_cpu else
+                f"out can't hold the {torch.result_type(self, other)} product, and aten's out= kernels refuse it"))
+    if not problems:  # the whole way from Python: the autograd and ADInplaceOrView kernels above yours, then yours
+        x, y = torch.randn(3, 4), torch.randn(3, 4)
+        out = torch.empty(0).to(device.NAME)
+        torch.mul(x.to(device.NAME), y.to(device.NAME), out=out)
+        if not torch.equal(out.cpu(), x * y):
+            problems.append("torch.mul(x, y, out=out) on the device, from Python, left out without the product")
     return problems
 
 
@@ -1227,8 +1297,10 @@ def inplace_kernel(path: Path) -> Result:
     device.enable()
     answer = load_python(path)
     library = torch.library.Library("aten", "IMPL")
-    library.impl("mul_.Tensor", answer.mul_, "PrivateUse1")
-    problems = _mul_kernel_problems()
-    hint = "\nLook again at lesson 09, section 7: mixed devices, and an in-place kernel that computes on a copy."
-    return Result(not problems, "\n".join(problems) + hint if problems else "mul_ writes into self on the device, "
-                                                                             "checks devices, and has gradients")
+    library.impl("mul.out", answer.mul_out, "PrivateUse1")
+    problems = _mul_out_problems()
+    if not problems:
+        return Result(True, "mul.out writes into out on the device, as aten's does, and refuses what it refuses")
+    more = f"\n(and {len(problems) - 3} more cases)" if len(problems) > 3 else ""
+    return Result(False, "\n".join(problems[:3]) + more + "\nLook again at lesson 09, section 7: mixed devices, and a "
+                                                        "kernel that writes into its argument, in place of aten's.")

@@ -35,8 +35,14 @@ class Mistake:
         return text + solution[done:]
 
 
-MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self's own "
-            "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
+# 09.inplace_kernel's solution, as mistakes edit it
+MUL_CAST_CHECK = ("    if not torch.can_cast(computed_in, out.dtype):\n"
+                  "        raise RuntimeError(f\"mul.out: the product's type {computed_in} can't be cast to `out`'s "
+                  "{out.dtype}\")\n")
+MUL_RESIZE = ("    if out.shape != product.shape:\n"
+              "        out.resize_(product.shape)  # our resize_ kernel: out's own storage, grown\n")
+MUL_COPY = "    out.copy_(product)  # our _copy_from: into out's memory, by its strides, converted to its dtype\n"
+MUL_PRODUCT = "    product = self * other\n" + MUL_RESIZE + MUL_COPY + "    return out\n"
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
 STABLE_FAKE = ("    return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and "
                "device\n")
@@ -599,69 +605,68 @@ MISTAKES = [
             edits=[('    ("aten::add.Tensor", "native"),',
                     '    ("aten::empty_strided", "native"),\n    ("aten::add.Tensor", "native"),')]),
     # 09.inplace_kernel
-    Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul_ run on .cpu() copies, as lesson 09's add_on_a_copy",
-            expect='self did not change',
-            edits=[('    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self\'s own memory\n',
-                    '    self.cpu().mul_(other.cpu())\n')]),
-    Mistake('09.inplace_kernel', 'rebinds_self', 'the name self bound to a new tensor: the caller\'s tensor is untouched',
-            expect='self did not change',
-            edits=[('    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self\'s own memory\n',
-                    '    self = self * other\n')]),
-    Mistake('09.inplace_kernel', 'no_device_check', 'the product computed on .cpu() copies, with no device check: a CPU '
-            'other goes through silently', expect='a 4 x 5 CPU tensor as `other` was accepted',
-            edits=[(('    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n'
-                     '        raise RuntimeError(f"mul_: `other` is on {other.device}, `self` on {self.device}")\n'), ''),
-                   ('    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self\'s own memory\n',
-                    '    self.copy_(self.cpu() * other.cpu())\n')]),
-    Mistake('09.inplace_kernel', 'scalar_refused', 'a 0-dim CPU scalar refused with the other CPU tensors',
-            expect='on a 0-dim CPU tensor (a scalar): your kernel raised RuntimeError',
-            edits=[('    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n',
-                    '    if other.device != self.device:\n')]),
-    Mistake('09.inplace_kernel', 'error_without_the_name', 'mixed devices refused without naming the argument',
-            expect='the error does not name it',
-            edits=[('        raise RuntimeError(f"mul_: `other` is on {other.device}, `self` on {self.device}")\n',
-                    '        raise RuntimeError("mul_: tensors are on different devices")\n')]),
-    Mistake('09.inplace_kernel', 'no_cast_check', "no check that self can hold the product's type",
-            expect='an int64 self times a float32 other was accepted',
-            edits=[(('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n'
-                     '        raise RuntimeError(f"mul_: the product\'s type {torch.result_type(self, other)} can\'t be cast to {self.dtype}")\n'),
-                    '')]),
-    Mistake('09.inplace_kernel', 'returns_a_new_tensor', 'self written into, but a new CPU tensor returned',
-            expect='on two 4 x 5 tensors: self holds the product, but your kernel returned a new tensor on cpu',
-            edits=[('    return self\n', '    return self.cpu()\n')]),
-    Mistake('09.inplace_kernel', 'one_element_cpu_other', 'any one-element CPU other let through as a scalar, not only '
+    Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul.out run on .cpu() copies, as lesson 09's add_on_a_copy",
+            expect='on two 4 x 5 tensors into a 4 x 5 `out`: out did not change',
+            edits=[(MUL_PRODUCT, '    return torch.mul(self.cpu(), other.cpu(), out=out.cpu())\n')]),
+    Mistake('09.inplace_kernel', 'rebinds_out', 'the name out bound to a new tensor: the caller\'s tensor is untouched',
+            expect='on two 4 x 5 tensors into a 4 x 5 `out`: out did not change',
+            edits=[(MUL_PRODUCT, '    out = self * other\n    return out\n')]),
+    Mistake('09.inplace_kernel', 'self_copied_then_multiplied', "self copied into out, then out *= other: `out` that "
+            "is `other` is overwritten before it is read",
+            expect='on `out` that is `other` itself: out holds the wrong values',
+            edits=[(MUL_PRODUCT, ('    out.resize_(torch.broadcast_shapes(self.shape, other.shape))\n'
+                                  '    out.copy_(self)\n'
+                                  '    out.copy_(out * other)\n'
+                                  '    return out\n'))]),
+    Mistake('09.inplace_kernel', 'multiplied_in_place', "out *= other with mul_, which on the device reaches mul.out: "
+            "the kernel itself", expect='your kernel called itself',
+            edits=[(MUL_PRODUCT, ('    out.resize_(torch.broadcast_shapes(self.shape, other.shape))\n'
+                                  '    out.copy_(self)\n'
+                                  '    out.mul_(other)\n'
+                                  '    return out\n'))]),
+    Mistake('09.inplace_kernel', 'no_resize', "out written as it comes: an empty out can't hold the product",
+            expect='on an empty `out` (0 elements): your kernel raised',
+            edits=[(MUL_RESIZE, '')]),
+    Mistake('09.inplace_kernel', 'resized_before_the_cast_check', 'out resized to the product\'s shape before its '
+            'dtype is checked', expect='a float32 product into an empty int64 `out` was refused, but only after your '
+            'kernel had changed an argument',
+            edits=[('    computed_in = torch.result_type(self, other)\n',
+                    '    out.resize_(torch.broadcast_shapes(self.shape, other.shape))\n'
+                    '    computed_in = torch.result_type(self, other)\n')]),
+    Mistake('09.inplace_kernel', 'no_cast_check', "no check that out can hold the product's type",
+            expect='a float32 product into an int64 `out` was accepted',
+            edits=[(MUL_CAST_CHECK, '')]),
+    Mistake('09.inplace_kernel', 'cast_to_self', "can_cast to self's dtype, as for an in-place mul_: an int32 self "
+            "times a float32 other refused", expect='on an int32 self times a float32 other into a float32 `out`: '
+            'your kernel raised RuntimeError',
+            edits=[('torch.can_cast(computed_in, out.dtype)', 'torch.can_cast(computed_in, self.dtype)')]),
+    Mistake('09.inplace_kernel', 'computed_in_outs_dtype', "the product computed in out's dtype, not the promoted one",
+            expect='on two float32 tensors into a float64 `out`: out holds values near the product',
+            edits=[('    product = self * other\n', '    product = self.to(out.dtype) * other.to(out.dtype)\n')]),
+    Mistake('09.inplace_kernel', 'cpu_out_accepted', 'self and other checked for the device, out not',
+            expect='a 4 x 5 CPU tensor as `out` was accepted',
+            edits=[('("self", self), ("other", other), ("out", out)', '("self", self), ("other", other)')]),
+    Mistake('09.inplace_kernel', 'one_element_cpu_self', 'any one-element CPU tensor let through as a scalar, not only '
             'a 0-dim one, and the product computed on the CPU',
-            expect='a (1,)-shaped CPU tensor as `other` was accepted',
-            edits=[('(other.is_cpu and other.dim() == 0)', '(other.is_cpu and other.numel() == 1)'),
-                   (MUL_COPY, '    self.copy_(self.cpu() * other.cpu())\n')]),
-    Mistake('09.inplace_kernel', 'cast_check_by_hand', 'can_cast replaced by "an int32/int64 self and a '
-            'floating other"',
-            expect='a uint8 self times a float32 other was accepted',
-            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
-                    '    if self.dtype in (torch.int32, torch.int64) and other.is_floating_point():\n')]),
-    Mistake('09.inplace_kernel', 'writes_before_the_cast_check', 'the product written into self, then can_cast checked',
-            expect='was refused, but only after your kernel had changed self',
-            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
-                    '    self.copy_(self * other)\n'
-                    '    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n'),
-                   (MUL_COPY, '')]),
-    Mistake('09.inplace_kernel', 'computes_in_float32', 'the product computed in float32 whatever the dtypes',
-            expect='on two float64 tensors: self holds values near the product',
-            edits=[(MUL_COPY, '    self.copy_(self.float() * other.float())\n')]),
-    Mistake('09.inplace_kernel', 'casts_other_first', "other cast to self's dtype before the product: rounded twice",
-            expect='on a float16 self times a float32 other: self holds values near the product',
-            edits=[(MUL_COPY, '    self.copy_(self * other.to(self.dtype))\n')]),
+            expect='a (1,)-shaped CPU tensor as `self` was accepted',
+            edits=[('tensor.dim() > 0', 'tensor.numel() > 1'),
+                   ('    product = self * other\n', '    product = self.cpu() * other.cpu()\n')]),
+    Mistake('09.inplace_kernel', 'error_without_the_name', 'mixed devices refused without naming the argument',
+            expect='the error does not name `other`',
+            edits=[('f"mul.out: `{name}` is on the CPU; every tensor argument must be on the device"',
+                    '"mul.out: tensors are on different devices"')]),
+    Mistake('09.inplace_kernel', 'returns_the_product', 'out written into, but the product returned',
+            expect='out holds the product, but your kernel returned a new tensor on workbook:0',
+            edits=[('    return out\n', '    return product\n')]),
+    Mistake('09.inplace_kernel', 'storage_replaced', "out.data = product: out's memory replaced, not written",
+            expect="out's memory was replaced, not written into",
+            edits=[(MUL_RESIZE, ''), (MUL_COPY, '    out.data = product\n')]),
     Mistake('09.inplace_kernel', 'reads_other_as_contiguous', "other's elements read as if it were contiguous",
-            expect='on a transposed view as `other`: self holds the wrong values, though they were right',
-            edits=[(MUL_COPY, '    self.copy_(self * other.as_strided(other.shape, other.contiguous().stride()))\n')]),
-    Mistake('09.inplace_kernel', 'cast_check_on_device_only', 'can_cast checked only for an other on the device: a CPU '
-            'scalar goes unchecked', expect='an int16 self times a 0-dim CPU 2.5 was accepted',
-            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
-                    '    if other.device == self.device and not torch.can_cast(torch.result_type(self, other), '
-                    'self.dtype):\n')]),
+            expect='on a transposed view as `other`: out holds the wrong values, though they were right',
+            edits=[('    product = self * other\n',
+                    '    product = self * other.as_strided(other.shape, other.contiguous().stride())\n')]),
     Mistake('09.inplace_kernel', 'grad_mode_left_off', 'grad mode turned off in the kernel, and never restored',
             expect='grad mode was left off',
-            edits=[('    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n',
-                    '    torch.set_grad_enabled(False)\n'
-                    '    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n')]),
+            edits=[('    computed_in = torch.result_type(self, other)\n',
+                    '    torch.set_grad_enabled(False)\n    computed_in = torch.result_type(self, other)\n')]),
 ]

@@ -1004,6 +1004,8 @@ STABLE_ADD_REFUSED = [  # (what, self, other): calls add.cpp's kernel refuses
     ("two int16 tensors", torch.ones(3, 4, dtype=torch.int16), torch.ones(3, 4, dtype=torch.int16)),
     ("two bool tensors", torch.ones(3, 4, dtype=torch.bool), torch.ones(3, 4, dtype=torch.bool)),
     ("two complex64 tensors", torch.ones(3, 4, dtype=torch.complex64), torch.ones(3, 4, dtype=torch.complex64)),
+    ("two float8_e5m2 tensors (a floating-point dtype add.cpp does not take)",
+     torch.ones(3, 4, dtype=torch.float8_e5m2), torch.ones(3, 4, dtype=torch.float8_e5m2)),
 ]
 
 

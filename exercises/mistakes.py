@@ -582,6 +582,10 @@ MISTAKES = [
             expect='accepted two int16 tensors',
             edits=[('    torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype '
                     '{self.dtype}")\n', '')]),
+    Mistake('08.stable_autograd', 'any_floating_point', "add.cpp's list read as 'any floating-point dtype, int32 and "
+            "int64'", expect='accepted two float8_e5m2 tensors',
+            edits=[('self.dtype in SUPPORTED,',
+                    '(self.dtype.is_floating_point or self.dtype in (torch.int32, torch.int64)),')]),
     # 09.served
     Mistake('09.served', 'matmul_reaches_the_device', 'aten::matmul listed: a composite operator, it never reaches the key',
             expect="your call 1, 'aten::matmul', is not the operator",

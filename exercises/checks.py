@@ -770,8 +770,8 @@ def vmap_rule(path: Path) -> Result:
                 dtypes = f", {out.dtype}" if out.dtype != expected.dtype else "", f", {expected.dtype}"
                 return Result(False, f"with {case}: wrong result, shape {list(out.shape)}{dtypes[0]}, wanted "
                                      f"{list(expected.shape)}{dtypes[1] if dtypes[0] else ''}")
-            exact = {"rtol": 0, "atol": 0}
-            tolerance = {torch.float32: {}, torch.float64: {"rtol": 1e-12, "atol": 0}}.get(x.dtype, exact)
+            equal = {"rtol": 0, "atol": 0}
+            tolerance = {torch.float32: {}, torch.float64: {"rtol": 1e-12, "atol": 0}}.get(x.dtype, equal)
             if not torch.allclose(out, expected, **tolerance):
                 error = (out - expected).abs().max().item()
                 return Result(False, f"with {case}: wrong result" + (
@@ -983,7 +983,9 @@ def _stable_add_opcheck_cases() -> list[tuple]:
                                   ("a transposed (non-contiguous) `self`", (torch.randn(4, 3).t(), torch.randn(3, 4))),
                                   ("a transposed `other`", (torch.randn(3, 4), torch.randn(4, 3).t()))]
              for grads in ((True, True), (True, False), (False, True))]
-    integers = lambda *shape: torch.randint(-100, 100, shape)  # noqa: E731 - a randn for integer dtypes
+    def integers(*shape):  # randn's counterpart for the integer dtypes
+        return torch.randint(-100, 100, shape)
+
     return cases + [
         ("float64 inputs, `self` transposed", torch.randn(4, 3, dtype=torch.float64).t(),
          torch.randn(3, 4, dtype=torch.float64), (True, True)),
@@ -997,16 +999,18 @@ def _stable_add_opcheck_cases() -> list[tuple]:
     ]
 
 
-STABLE_ADD_REFUSED = [  # (what, self, other): calls add.cpp's kernel refuses
-    ("a float32 `self` and a float64 `other`", torch.ones(3, 4), torch.ones(3, 4, dtype=torch.float64)),
-    ("`self` of shape [3, 4] and `other` of shape [4, 3]", torch.ones(3, 4), torch.ones(4, 3)),
-    ("`self` of shape [3, 4] and `other` of shape [4] (which would broadcast)", torch.ones(3, 4), torch.ones(4)),
-    ("two int16 tensors", torch.ones(3, 4, dtype=torch.int16), torch.ones(3, 4, dtype=torch.int16)),
-    ("two bool tensors", torch.ones(3, 4, dtype=torch.bool), torch.ones(3, 4, dtype=torch.bool)),
-    ("two complex64 tensors", torch.ones(3, 4, dtype=torch.complex64), torch.ones(3, 4, dtype=torch.complex64)),
-    ("two float8_e5m2 tensors (a floating-point dtype add.cpp does not take)",
-     torch.ones(3, 4, dtype=torch.float8_e5m2), torch.ones(3, 4, dtype=torch.float8_e5m2)),
-]
+def _stable_add_refused() -> list[tuple]:
+    """(what, self, other): calls add.cpp's kernel refuses."""
+    return [
+        ("a float32 `self` and a float64 `other`", torch.ones(3, 4), torch.ones(3, 4, dtype=torch.float64)),
+        ("`self` of shape [3, 4] and `other` of shape [4, 3]", torch.ones(3, 4), torch.ones(4, 3)),
+        ("`self` of shape [3, 4] and `other` of shape [4] (which would broadcast)", torch.ones(3, 4), torch.ones(4)),
+        ("two int16 tensors", torch.ones(3, 4, dtype=torch.int16), torch.ones(3, 4, dtype=torch.int16)),
+        ("two bool tensors", torch.ones(3, 4, dtype=torch.bool), torch.ones(3, 4, dtype=torch.bool)),
+        ("two complex64 tensors", torch.ones(3, 4, dtype=torch.complex64), torch.ones(3, 4, dtype=torch.complex64)),
+        ("two float8_e5m2 tensors (a floating-point dtype add.cpp does not take)",
+         torch.ones(3, 4, dtype=torch.float8_e5m2), torch.ones(3, 4, dtype=torch.float8_e5m2)),
+    ]
 
 
 @exercise("08.stable_autograd", "hard")
@@ -1053,7 +1057,7 @@ def stable_autograd(path: Path) -> Result:
                 ("two int32 tensors", torch.arange(12, dtype=torch.int32).view(3, 4), None)]
     if problem := _specialized_sizes(op, symbolic, path, "lesson 08, section 2, and lesson 06, section 5"):
         return problem
-    for what, a, b in STABLE_ADD_REFUSED:
+    for what, a, b in _stable_add_refused():
         try:
             op(a, b)
         except RuntimeError as error:
@@ -1126,8 +1130,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "a 0-dim CPU tensor as `other` (a scalar)": lambda to: (to(x), torch.tensor(3.0), to(z)),
         "a 0-dim CPU tensor as `self` (a scalar)": lambda to: (torch.tensor(3.0), to(y), to(z)),
         "a transposed view as `out`": lambda to: (to(x), to(y), to(columns).t()),
-        "`out` that is `self` itself": lambda to: ((self := to(x)), to(y), self),
-        "`out` that is `other` itself": lambda to: (to(x), (other := to(y)), other),
+        "`out` that is `self` itself": lambda to: ((same := to(x)), to(y), same),
+        "`out` that is `other` itself": lambda to: (to(x), (same := to(y)), same),
         "an empty `out` (0 elements)": lambda to: (to(x), to(y), to(torch.empty(0))),
         "a 2 x 3 `out`": lambda to: (to(x), to(y), to(torch.ones(2, 3))),
     }

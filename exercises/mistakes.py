@@ -46,10 +46,26 @@ OUTER_SIZES = ("  std::vector<c10::SymInt> sizes(a.sym_sizes().begin(), a.sym_si
                "  sizes.insert(sizes.end(), b.sym_sizes().begin(), b.sym_sizes().end());\n")
 OUTER_RETURN = "  return at::empty_symint(sizes, a.options().dtype(at::result_type(a, b)));\n"
 
-MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self's own "
-            "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
+# 09.inplace_kernel's solution, as mistakes edit it
+MUL_CAST_CHECK = ("    if not torch.can_cast(computed_in, out.dtype):\n"
+                  "        raise RuntimeError(f\"mul.out: the product's type {computed_in} can't be cast to `out`'s "
+                  "{out.dtype}\")\n")
+MUL_RESIZE = ("    if out.shape != product.shape:\n"
+              "        out.resize_(product.shape)  # our resize_ kernel: out's own storage, grown\n")
+MUL_COPY = "    out.copy_(product)  # our _copy_from: into out's memory, by its strides, converted to its dtype\n"
+MUL_PRODUCT = "    product = self * other\n" + MUL_RESIZE + MUL_COPY + "    return out\n"
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
-VMAP_RETURN = 'rowsum(batch.reshape(size * n, m)).reshape(size, n), 0'  # 06.vmap_rule's solution, likewise
+STABLE_FAKE = ("    return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and "
+               "device\n")
+STABLE_CHECKS = """\
+    # add.cpp's checks, as torch._check: on symbolic sizes it compares the symbols, and fixes no size to a number.
+    torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype {self.dtype}")
+    torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
+    torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
+"""  # 08.stable_autograd's solution, as mistakes edit it
+VMAP_INPUTS = ('    xs, ys = (t.movedim(dim, 0) if dim is not None else t.expand(size, *t.shape) for t, dim in '
+               'zip((x, y), in_dims))\n')  # 06.vmap_rule's solution, likewise
+VMAP_RETURN = 'rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), 0'
 
 
 MISTAKES = [
@@ -461,44 +477,52 @@ MISTAKES = [
                      "# two scalars: a vector of 2, in the promoted dtype\n"),
                     ""),
                    (FAKE_RETURN, "    return torch.cat([a, b]).view(2, a.size(0), *a.shape[1:])\n")]),
+    Mistake('06.fake_kernel', 'sizes_read_as_ints', "the right metadata, a's sizes read as ints: symbolic ones "
+            "specialize",
+            expect='your fake kernel turned s',
+            edits=[(FAKE_RETURN, '    return torch.cat([a, b]).view(2, *[int(size) for size in a.shape])\n')]),
+    Mistake('06.fake_kernel', 'new_empty_of_int_sizes', "new_empty of a's sizes read as ints (a learner's run passed "
+            "it)",
+            expect="your fake kernel's output has strides",
+            edits=[(FAKE_RETURN,
+                    '    return a.new_empty(2, *[int(s) for s in a.shape], dtype=torch.result_type(a, b))\n')]),
     # 06.vmap_rule
-    Mistake('06.vmap_rule', 'batch_first_assumed', 'the batch taken to be dimension 0, whatever in_dims says',
-            expect='with the batch in dimension 2 of x: wrong result',
-            edits=[(('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n'
-              '    size, n, m = batch.shape\n'
-              '    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n'),
-             ('    size, n, m = x.shape\n'
-              '    return rowsum(x.reshape(size * n, m)).reshape(size, n), 0\n'))]),
-    Mistake('06.vmap_rule', 'one_call_per_row', 'a loop over the rows instead of the matrices',
-            expect='the kernel ran 20 times',
-            edits=[('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n',
-             '    batch = x.movedim(in_dims[0], 0)\n'),
-            ('    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n',
-             ('    rows = batch.reshape(size * n, m)\n'
-              '    return torch.cat([rowsum(rows[i : i + 1]) for i in range(size * n)]).reshape(size, n), 0\n'))]),
-    Mistake('06.vmap_rule', 'wrong_out_dim', "the result's batch dimension said to be 1",
-            expect='wrong result',
-            edits=[('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n',
-             '    batch = x.movedim(in_dims[0], 0)\n'),
-            ('    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n',
-             '    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 1\n')]),
-    Mistake('06.vmap_rule', 'view_not_reshape', "view, which refuses a batch whose memory isn't laid out as its shape",
-            expect="outermost in memory) (strides [24, 6, 1]): your rule raised RuntimeError: view size is not",
-            edits=[('rowsum(batch.reshape(size * n, m)).reshape(size, n), 0',
-                    'rowsum(batch.view(size * n, m)).view(size, n), 0')]),
-    Mistake('06.vmap_rule', 'out_dim_of_input', "the input's batch dimension returned as the result's",
+    Mistake('06.vmap_rule', 'batch_first_assumed', 'each batch taken to be in dimension 0, whatever in_dims says',
+            expect='with x batched in dimension 2, y in dimension 1',
+            edits=[(VMAP_INPUTS, '    xs, ys = (t if dim is not None else t.expand(size, *t.shape) '
+                                 'for t, dim in zip((x, y), in_dims))\n')]),
+    Mistake('06.vmap_rule', 'y_batch_where_x_has_it', "y's batch looked for in x's dimension",
+            expect='with x batched in dimension 2, y in dimension 1',
+            edits=[('zip((x, y), in_dims)', 'zip((x, y), (in_dims[0], in_dims[0]))')]),
+    Mistake('06.vmap_rule', 'unbatched_left_as_is', 'an input with no batch left as one matrix, not one per example',
+            expect='y with no batch (strides [24, 6, 1] and [6, 1]): your rule raised RuntimeError',
+            edits=[('else t.expand(size, *t.shape)', 'else t')]),
+    Mistake('06.vmap_rule', 'rows_repeated', 'an input with no batch repeated row by row (repeat_interleave), not '
+            'matrix by matrix', expect='y with no batch: wrong result',
+            edits=[('else t.expand(size, *t.shape)', 'else t.repeat_interleave(size, 0).reshape(size, *t.shape)')]),
+    Mistake('06.vmap_rule', 'view_not_reshape', "view, which refuses memory not laid out as the shape it asks for",
+            expect='your rule raised RuntimeError: view size is not',
+            edits=[(VMAP_RETURN, 'rowdot(xs.view(size * n, m), ys.view(size * n, m)).view(size, n), 0')]),
+    Mistake('06.vmap_rule', 'out_dim_of_input', "x's batch dimension returned as the result's",
             expect='Your rule returned a result of shape [4, 5] with batch dimension 2',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(size * n, m)).reshape(size, n), in_dims[0]')]),
-    Mistake('06.vmap_rule', 'row_length_of_x', "the row length read from x's last dimension: the batch's, when last",
-            expect='does not fit the tensor it reshapes: here B, n, m = 4, 5, 6, and x has shape [5, 6, 4]',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(-1, x.shape[-1])).reshape(size, -1), 0')]),
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), '
+                                 'in_dims[0]')]),
+    Mistake('06.vmap_rule', 'size_from_x', "B read from x's batch dimension, which an unbatched x does not have",
+            expect='with x with no batch, y batched in dimension 0 (strides [6, 1] and [30, 6, 1]): your rule raised',
+            edits=[('    size = info.batch_size\n', '    size = x.shape[in_dims[0]]\n')]),
     Mistake('06.vmap_rule', 'inferred_sizes', 'reshape(-1, m): no size can be inferred from 0 elements',
-            expect='with an empty batch (B = 0) in dimension 0 of x (strides [30, 6, 1]): your rule raised '
-                   'RuntimeError: cannot reshape tensor of 0 elements',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(-1, m)).reshape(size, -1), 0')]),
+            expect='with an empty batch (B = 0) of y, x with no batch (strides [6, 1] and [30, 6, 1]): your rule '
+                   'raised RuntimeError: cannot reshape tensor of 0 elements',
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(-1, m), ys.reshape(-1, m)).reshape(size, -1), 0')]),
     Mistake('06.vmap_rule', 'float32_sum', 'summed in float32 and cast back: float64 loses precision',
-            expect='with float64 matrices, the batch in dimension 0 of x: wrong result, off by up to',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(size * n, m).float()).reshape(size, n).to(x.dtype), 0')]),
+            expect='with float64 matrices, x batched in dimension 0, y with no batch: wrong result, off by up to',
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(size * n, m).float(), ys.reshape(size * n, m).float())'
+                                 '.reshape(size, n).to(x.dtype), 0')]),
+    Mistake('06.vmap_rule', 'float64_sum', 'summed in float64 and cast back: int64 sums past 2**53 lose their '
+            'last bits',
+            expect='with int64 matrices with values near 2**26, x and y batched in dimension 0: wrong result, off by',
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(size * n, m).double(), ys.reshape(size * n, m).double())'
+                                 '.reshape(size, n).to(x.dtype), 0')]),
     # 07.layer_cost
     Mistake('07.layer_cost', 'always_a_cost', "interleaved and robust, but it never says 'within noise'",
             expect='no layer at all: the same call twice: you report',
@@ -522,6 +546,17 @@ MISTAKES = [
               '    differences = [a - b for a, b in zip(with_, without)]\n')),
             ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
              '    return (median, q1, q3) if q1 > 0 else None\n')]),
+    Mistake('07.layer_cost', 'few_rounds', 'three rounds, whatever `rounds` says',
+            expect='you called time_with() 3 and time_without() 3 times, for 15 rounds',
+            edits=[('for _ in range(rounds)]', 'for _ in range(3)]')]),
+    Mistake('07.layer_cost', 'fixed_threshold', 'a cost only above a fixed 0.05 µs, whatever the noise',
+            expect='a layer of 0.02 µs on a quiet machine (noise of 0.002 µs): you report None',
+            edits=[('    return (median, q1, q3) if q1 > 0 else None',
+                    '    return (median, q1, q3) if median > 0.05 else None')]),
+    Mistake('07.layer_cost', 'small_fixed_threshold', 'a cost above a fixed 0.01 µs, whatever the noise',
+            expect='no layer at all, on a noisy machine (noise of 0.3 µs): you report (0.151',
+            edits=[('    return (median, q1, q3) if q1 > 0 else None',
+                    '    return (median, q1, q3) if median > 0.01 else None')]),
     # 07.records_graph
     Mistake('07.records_graph', 'first_input_only', "only the first input's requires_grad looked at",
             expect='grad mode on, requires_grad (False, True)',
@@ -604,10 +639,10 @@ MISTAKES = [
               '    return model(x)\n'),
              '    return torch._inductor.aoti_load_package(model_pt2)(x)\n')]),
     # 08.stable_autograd
-    Mistake('08.stable_autograd', 'empty_like', "torch.empty_like(self): self's strides, which a transposed self does not share with the output",
+    Mistake('08.stable_autograd', 'empty_like', "torch.empty_like(self): self's strides, which a transposed self "
+            "does not share with the output",
             expect='a transposed (non-contiguous) `self`',
-            edits=[("    return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and device\n",
-             '    return torch.empty_like(self)\n')]),
+            edits=[(STABLE_FAKE, '    return torch.empty_like(self)\n')]),
     Mistake('08.stable_autograd', 'one_gradient', 'one gradient for two inputs',
             expect='test_aot_dispatch_dynamic failed',
             edits=[('    pass  # d(self + other) needs nothing from forward\n',
@@ -620,6 +655,31 @@ MISTAKES = [
              '    pass\n'),
             ('    return grad, grad  # one gradient per input\n',
              '    return grad, None\n')]),
+    Mistake('08.stable_autograd', 'float32_output', 'torch.empty(self.shape): float32 whatever the dtype (a '
+            "learner's run passed it)", expect='float64 inputs, `self` transposed: opcheck',
+            edits=[(STABLE_FAKE, '    return torch.empty(self.shape)\n')]),
+    Mistake('08.stable_autograd', 'cpu_output', "the right dtype, on the CPU whatever the inputs' device",
+            expect='meta tensors (`self` transposed), your fake kernel returned shape [3, 4], torch.float32, strides '
+                   '[4, 1] on cpu',
+            edits=[(STABLE_FAKE, '    return torch.empty(self.shape, dtype=self.dtype)\n')]),
+    Mistake('08.stable_autograd', 'sizes_read_as_ints', 'sizes read as ints: symbolic ones specialize',
+            expect='your fake kernel turned s',
+            edits=[(STABLE_FAKE, '    return self.new_empty([int(size) for size in self.shape])\n')]),
+    Mistake('08.stable_autograd', 'no_checks', 'no check at all: meta and fake calls accept what the kernel refuses',
+            expect='your fake kernel accepted a float32 `self` and a float64 `other`',
+            edits=[(STABLE_CHECKS, '')]),
+    Mistake('08.stable_autograd', 'broadcasting_accepted', 'shapes that broadcast accepted, as aten::add accepts them',
+            expect='accepted `self` of shape [3, 4] and `other` of shape [4] (which would broadcast)',
+            edits=[('    torch._check(other.shape == self.shape,',
+                    '    torch._check(torch.broadcast_shapes(other.shape, self.shape) == self.shape,')]),
+    Mistake('08.stable_autograd', 'dtypes_unchecked', "add.cpp's list of dtypes not checked",
+            expect='accepted two int16 tensors',
+            edits=[('    torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype '
+                    '{self.dtype}")\n', '')]),
+    Mistake('08.stable_autograd', 'any_floating_point', "add.cpp's list read as 'any floating-point dtype, int32 and "
+            "int64'", expect='accepted two float8_e5m2 tensors',
+            edits=[('self.dtype in SUPPORTED,',
+                    '(self.dtype.is_floating_point or self.dtype in (torch.int32, torch.int64)),')]),
     # 09.served
     Mistake('09.served', 'matmul_reaches_the_device', 'aten::matmul listed: a composite operator, it never reaches the key',
             expect="your call 1, 'aten::matmul', is not the operator",
@@ -653,69 +713,68 @@ MISTAKES = [
                      'SERVED = device.served(events) or [\n')),
                    ]),
     # 09.inplace_kernel
-    Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul_ run on .cpu() copies, as lesson 09's add_on_a_copy",
-            expect='self did not change',
-            edits=[('    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self\'s own memory\n',
-                    '    self.cpu().mul_(other.cpu())\n')]),
-    Mistake('09.inplace_kernel', 'rebinds_self', 'the name self bound to a new tensor: the caller\'s tensor is untouched',
-            expect='self did not change',
-            edits=[('    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self\'s own memory\n',
-                    '    self = self * other\n')]),
-    Mistake('09.inplace_kernel', 'no_device_check', 'the product computed on .cpu() copies, with no device check: a CPU '
-            'other goes through silently', expect='a 4 x 5 CPU tensor as `other` was accepted',
-            edits=[(('    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n'
-                     '        raise RuntimeError(f"mul_: `other` is on {other.device}, `self` on {self.device}")\n'), ''),
-                   ('    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self\'s own memory\n',
-                    '    self.copy_(self.cpu() * other.cpu())\n')]),
-    Mistake('09.inplace_kernel', 'scalar_refused', 'a 0-dim CPU scalar refused with the other CPU tensors',
-            expect='on a 0-dim CPU tensor (a scalar): your kernel raised RuntimeError',
-            edits=[('    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n',
-                    '    if other.device != self.device:\n')]),
-    Mistake('09.inplace_kernel', 'error_without_the_name', 'mixed devices refused without naming the argument',
-            expect='the error does not name it',
-            edits=[('        raise RuntimeError(f"mul_: `other` is on {other.device}, `self` on {self.device}")\n',
-                    '        raise RuntimeError("mul_: tensors are on different devices")\n')]),
-    Mistake('09.inplace_kernel', 'no_cast_check', "no check that self can hold the product's type",
-            expect='an int64 self times a float32 other was accepted',
-            edits=[(('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n'
-                     '        raise RuntimeError(f"mul_: the product\'s type {torch.result_type(self, other)} can\'t be cast to {self.dtype}")\n'),
-                    '')]),
-    Mistake('09.inplace_kernel', 'returns_a_new_tensor', 'self written into, but a new CPU tensor returned',
-            expect='on two 4 x 5 tensors: self holds the product, but your kernel returned a new tensor on cpu',
-            edits=[('    return self\n', '    return self.cpu()\n')]),
-    Mistake('09.inplace_kernel', 'one_element_cpu_other', 'any one-element CPU other let through as a scalar, not only '
+    Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul.out run on .cpu() copies, as lesson 09's add_on_a_copy",
+            expect='on two 4 x 5 tensors into a 4 x 5 `out`: out did not change',
+            edits=[(MUL_PRODUCT, '    return torch.mul(self.cpu(), other.cpu(), out=out.cpu())\n')]),
+    Mistake('09.inplace_kernel', 'rebinds_out', 'the name out bound to a new tensor: the caller\'s tensor is untouched',
+            expect='on two 4 x 5 tensors into a 4 x 5 `out`: out did not change',
+            edits=[(MUL_PRODUCT, '    out = self * other\n    return out\n')]),
+    Mistake('09.inplace_kernel', 'self_copied_then_multiplied', "self copied into out, then out *= other: `out` that "
+            "is `other` is overwritten before it is read",
+            expect='on `out` that is `other` itself: out holds the wrong values',
+            edits=[(MUL_PRODUCT, ('    out.resize_(torch.broadcast_shapes(self.shape, other.shape))\n'
+                                  '    out.copy_(self)\n'
+                                  '    out.copy_(out * other)\n'
+                                  '    return out\n'))]),
+    Mistake('09.inplace_kernel', 'multiplied_in_place', "out *= other with mul_, which on the device reaches mul.out: "
+            "the kernel itself", expect='your kernel called itself',
+            edits=[(MUL_PRODUCT, ('    out.resize_(torch.broadcast_shapes(self.shape, other.shape))\n'
+                                  '    out.copy_(self)\n'
+                                  '    out.mul_(other)\n'
+                                  '    return out\n'))]),
+    Mistake('09.inplace_kernel', 'no_resize', "out written as it comes: an empty out can't hold the product",
+            expect='on an empty `out` (0 elements): your kernel raised',
+            edits=[(MUL_RESIZE, '')]),
+    Mistake('09.inplace_kernel', 'resized_before_the_cast_check', 'out resized to the product\'s shape before its '
+            'dtype is checked', expect='a float32 product into an empty int64 `out` was refused, but only after your '
+            'kernel had changed an argument',
+            edits=[('    computed_in = torch.result_type(self, other)\n',
+                    '    out.resize_(torch.broadcast_shapes(self.shape, other.shape))\n'
+                    '    computed_in = torch.result_type(self, other)\n')]),
+    Mistake('09.inplace_kernel', 'no_cast_check', "no check that out can hold the product's type",
+            expect='a float32 product into an int64 `out` was accepted',
+            edits=[(MUL_CAST_CHECK, '')]),
+    Mistake('09.inplace_kernel', 'cast_to_self', "can_cast to self's dtype, as for an in-place mul_: an int32 self "
+            "times a float32 other refused", expect='on an int32 self times a float32 other into a float32 `out`: '
+            'your kernel raised RuntimeError',
+            edits=[('torch.can_cast(computed_in, out.dtype)', 'torch.can_cast(computed_in, self.dtype)')]),
+    Mistake('09.inplace_kernel', 'computed_in_outs_dtype', "the product computed in out's dtype, not the promoted one",
+            expect='on two float32 tensors into a float64 `out`: out holds values near the product',
+            edits=[('    product = self * other\n', '    product = self.to(out.dtype) * other.to(out.dtype)\n')]),
+    Mistake('09.inplace_kernel', 'cpu_out_accepted', 'self and other checked for the device, out not',
+            expect='a 4 x 5 CPU tensor as `out` was accepted',
+            edits=[('("self", self), ("other", other), ("out", out)', '("self", self), ("other", other)')]),
+    Mistake('09.inplace_kernel', 'one_element_cpu_self', 'any one-element CPU tensor let through as a scalar, not only '
             'a 0-dim one, and the product computed on the CPU',
-            expect='a (1,)-shaped CPU tensor as `other` was accepted',
-            edits=[('(other.is_cpu and other.dim() == 0)', '(other.is_cpu and other.numel() == 1)'),
-                   (MUL_COPY, '    self.copy_(self.cpu() * other.cpu())\n')]),
-    Mistake('09.inplace_kernel', 'cast_check_by_hand', 'can_cast replaced by "an int32/int64 self and a '
-            'floating other"',
-            expect='a uint8 self times a float32 other was accepted',
-            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
-                    '    if self.dtype in (torch.int32, torch.int64) and other.is_floating_point():\n')]),
-    Mistake('09.inplace_kernel', 'writes_before_the_cast_check', 'the product written into self, then can_cast checked',
-            expect='was refused, but only after your kernel had changed self',
-            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
-                    '    self.copy_(self * other)\n'
-                    '    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n'),
-                   (MUL_COPY, '')]),
-    Mistake('09.inplace_kernel', 'computes_in_float32', 'the product computed in float32 whatever the dtypes',
-            expect='on two float64 tensors: self holds values near the product',
-            edits=[(MUL_COPY, '    self.copy_(self.float() * other.float())\n')]),
-    Mistake('09.inplace_kernel', 'casts_other_first', "other cast to self's dtype before the product: rounded twice",
-            expect='on a float16 self times a float32 other: self holds values near the product',
-            edits=[(MUL_COPY, '    self.copy_(self * other.to(self.dtype))\n')]),
+            expect='a (1,)-shaped CPU tensor as `self` was accepted',
+            edits=[('tensor.dim() > 0', 'tensor.numel() > 1'),
+                   ('    product = self * other\n', '    product = self.cpu() * other.cpu()\n')]),
+    Mistake('09.inplace_kernel', 'error_without_the_name', 'mixed devices refused without naming the argument',
+            expect='the error does not name `other`',
+            edits=[('f"mul.out: `{name}` is on the CPU; every tensor argument must be on the device"',
+                    '"mul.out: tensors are on different devices"')]),
+    Mistake('09.inplace_kernel', 'returns_the_product', 'out written into, but the product returned',
+            expect='out holds the product, but your kernel returned a new tensor on workbook:0',
+            edits=[('    return out\n', '    return product\n')]),
+    Mistake('09.inplace_kernel', 'storage_replaced', "out.data = product: out's memory replaced, not written",
+            expect="out's memory was replaced, not written into",
+            edits=[(MUL_RESIZE, ''), (MUL_COPY, '    out.data = product\n')]),
     Mistake('09.inplace_kernel', 'reads_other_as_contiguous', "other's elements read as if it were contiguous",
-            expect='on a transposed view as `other`: self holds the wrong values, though they were right',
-            edits=[(MUL_COPY, '    self.copy_(self * other.as_strided(other.shape, other.contiguous().stride()))\n')]),
-    Mistake('09.inplace_kernel', 'cast_check_on_device_only', 'can_cast checked only for an other on the device: a CPU '
-            'scalar goes unchecked', expect='an int16 self times a 0-dim CPU 2.5 was accepted',
-            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
-                    '    if other.device == self.device and not torch.can_cast(torch.result_type(self, other), '
-                    'self.dtype):\n')]),
+            expect='on a transposed view as `other`: out holds the wrong values, though they were right',
+            edits=[('    product = self * other\n',
+                    '    product = self * other.as_strided(other.shape, other.contiguous().stride())\n')]),
     Mistake('09.inplace_kernel', 'grad_mode_left_off', 'grad mode turned off in the kernel, and never restored',
             expect='grad mode was left off',
-            edits=[('    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n',
-                    '    torch.set_grad_enabled(False)\n'
-                    '    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n')]),
+            edits=[('    computed_in = torch.result_type(self, other)\n',
+                    '    torch.set_grad_enabled(False)\n    computed_in = torch.result_type(self, other)\n')]),
 ]

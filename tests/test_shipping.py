@@ -42,6 +42,16 @@ def test_wheel_is_one_abi3_wheel_holding_the_library_and_the_python_side():
     assert built_for.startswith(f"CUDA = {torch.version.cuda!r}" if cuda_kernels else "CUDA = None")
 
 
+def test_a_wheel_outside_the_checkout_installs(tmp_path):
+    # WORKBOOK_BUILD_DIR may name a folder outside the checkout (README), and the wheels are built there: a wheel's
+    # cache key once asked for its place in the checkout, and exercise 08.load_before_aoti's check failed on its
+    # reference solution.
+    wheel = shipping.build_wheel()
+    elsewhere = tmp_path / wheel.name
+    shutil.copy(wheel, elsewhere)
+    assert (shipping.install(elsewhere) / "workbook_ops" / "__init__.py").exists()
+
+
 def test_installed_package_refuses_a_torch_built_for_another_cuda(site, tmp_path):
     # What the pin on torch cannot do (lesson 08): the package, told its kernels were built for another CUDA, refuses
     # to load before it touches the library.

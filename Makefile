@@ -9,8 +9,7 @@ TORCH  ?=
 VENV   := $(if $(TORCH),.venv-$(TORCH),.venv)
 BIN    := $(VENV)/bin
 # Three workers on CI's two cores: each spends part of its time waiting (for a notebook kernel, a compiler, a
-# child process), and a third keeps both cores busy. Since the fresh Pythons come from a fork server (forkserver.py)
-# the two are even on warm runs (2-core AVX2 machine: -n 2 82, 88, 100 s; -n 3 81, 89 s); -n 3 stays.
+# child process), and a third keeps both cores busy (with the fork server, -n 2 and -n 3 are about even warm).
 # A notebook stays on one worker (loadfile); files go out in the order the root conftest.py sets (no reordering).
 PYTEST_ARGS ?= -n 3 --dist loadfile --no-loadscope-reorder
 

@@ -1,7 +1,10 @@
 """pytest configuration for the whole run: the notebooks under nbval, the session's fork server, the order in which
 files go to the workers (the unit tests' fixtures: tests/conftest.py)."""
 
+import collections
+import json
 import os
+import pathlib
 import shutil
 import tempfile
 
@@ -11,8 +14,8 @@ os.environ["WORKBOOK_EXERCISES"] = "skeletons"
 
 # OpenMP threads that wait for each other sleep instead of spinning. The test command runs three workers on two cores
 # (Makefile), each with OpenMP threads in torch and in the workbook's kernels: a thread spinning for a peer that is
-# not scheduled burns the core another worker needs. Warm runs on 2 cores (AVX2), pytest's time: 2 min 38 s and
-# 2 min 49 s spinning, 1 min 51 s to 2 min 24 s (five runs) not; lesson 02's kernel table, 18.8 s -> 4.0 s.
+# not scheduled burns the core another worker needs (measured: the warm run took a quarter longer spinning, and
+# lesson 02's kernel table four times as long).
 # Results do not change: the same threads split the same work.
 # Set before anything imports torch, whose OpenMP runtime reads it once, at load; kernels and child processes
 # inherit it. A reader's JupyterLab runs one kernel and keeps OpenMP's default.
@@ -28,14 +31,17 @@ FORKED_KERNEL = "workbook-forked"
 
 
 def pytest_configure(config):
-    if not (config.option.nbval_kernel_name or config.option.nbval_current_env):
-        config.option.nbval_kernel_name = FORKED_KERNEL
     # One fork server for the session (helpers/forkserver.py): isolated.run, in pytest's workers and in the notebooks'
     # kernels (both inherit its address), forks a child from it instead of starting a Python that imports torch again.
-    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the main process started it
-        return
+    # WORKBOOK_FORK=0 (the default outside Linux): no server, and the notebooks run in the usual kernel.
     from helpers import forkserver
 
+    if not forkserver.wanted():
+        return
+    if not (config.option.nbval_kernel_name or config.option.nbval_current_env):
+        config.option.nbval_kernel_name = FORKED_KERNEL
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the main process started it
+        return
     folder = tempfile.mkdtemp(prefix="workbook-forkserver-")
     address = os.path.join(folder, "socket")
     server = forkserver.start(address)
@@ -58,19 +64,31 @@ def pytest_collectstart(collector):
         collector.skip_compare += ("stderr", "text/html")
 
 
-# The order in which pytest-xdist hands out files (Makefile: --no-loadscope-reorder; one file per worker at a time).
-# First the nvcc check: cold, it needs none of the workbook's layers, and keeps a core busy while another compiles the
-# precompiled header and the first layers. Then the files that take longest warm (seconds on a worker, 2-core AVX2
-# machine: 25, 24, 21, 20, 17, 17, 15, 13), so that none of them starts last and keeps one worker busy alone at the
-# end. The rest in collection order.
-FIRST = ["tests/test_cuda.py", "notebooks/06_composition.ipynb", "tests/test_exercise_mistakes.py",
-         "notebooks/07_dispatch_cost.ipynb", "tests/test_exercises.py", "notebooks/08_shipping.ipynb",
-         "notebooks/09_own_backend.ipynb", "notebooks/02_backend_kernels.ipynb", "tests/test_shipping.py"]
+# The order in which pytest-xdist hands out files (Makefile: --dist loadfile --no-loadscope-reorder): longest first,
+# by each file's duration in the runs before (kept in build/, beside the compiled layers), so that no long file starts
+# last and keeps one worker busy alone at the end. A first run, with nothing measured, keeps collection order.
+DURATIONS = "test_durations.json"
+_measured: dict[str, float] = collections.defaultdict(float)
+
+
+def _durations_file(config) -> pathlib.Path:
+    return pathlib.Path(os.environ.get("WORKBOOK_BUILD_DIR", config.rootpath / "build")) / DURATIONS
 
 
 def pytest_collection_modifyitems(config, items):
-    def rank(item):
-        path = item.path.relative_to(config.rootpath).as_posix()
-        return FIRST.index(path) if path in FIRST else len(FIRST)
+    durations_file = _durations_file(config)
+    durations = json.loads(durations_file.read_text()) if durations_file.exists() else {}
+    items.sort(key=lambda item: -durations.get(item.nodeid.split("::")[0], 0.0))
 
-    items.sort(key=rank)
+
+def pytest_runtest_logreport(report):
+    _measured[report.nodeid.split("::")[0]] += report.duration  # in the main process: every worker's reports
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workerinput") or not _measured:
+        return
+    durations_file = _durations_file(session.config)
+    durations = json.loads(durations_file.read_text()) if durations_file.exists() else {}
+    durations_file.parent.mkdir(parents=True, exist_ok=True)
+    durations_file.write_text(json.dumps({**durations, **_measured}, indent=1, sort_keys=True))

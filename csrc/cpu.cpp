@@ -3,10 +3,10 @@
 // Inputs that are not contiguous are made contiguous; tensors written in place must already be.
 //
 // Speed: the loops use at::vec::Vectorized<T>, ATen's portable SIMD type. Its width is fixed when
-// this file is compiled: helpers/build.py compiles for the instruction set torch itself chose on
+// this file is compiled: helpers/toolchain.py picks the flags for the instruction set torch itself chose on
 // this machine (torch.backends.cpu.get_cpu_capability(): AVX512, AVX2, or DEFAULT, which is NEON
 // on Arm), the way torch compiles its own kernels once per capability. at::parallel_for and
-// at::parallel_reduce spread the work over cores where OpenMP is available (see build.py).
+// at::parallel_reduce spread the work over cores where OpenMP is available (see toolchain.py).
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>

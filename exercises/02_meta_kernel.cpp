@@ -1,37 +1,55 @@
-// Exercise 02.meta_kernel (hard): a Meta kernel for every size, even an unknown one.
+// Exercise 02.meta_kernel (hard): a Meta kernel for every shape, dtype and size, even an unknown one.
 //
-// exercise02::outer(Tensor a, Tensor b) -> Tensor is the outer product of two 1-D float32 tensors: out[i][j] =
-// a[i] * b[j], of shape (len(a), len(b)). Its CPU kernel is written. Its Meta kernel, which torch.compile and
-// torch.export run on fake tensors to learn the output's shape, dtype and device, returns the wrong shape. Fix it so
-// that it is right on meta tensors, and under torch.compile(dynamic=True), where sizes are symbols: the check compiles
-// a function that calls it once, for three sizes.
+// exercise02::outer(Tensor a, Tensor b) -> Tensor is the outer product of two float32 or float64 tensors of any
+// shapes (as numpy.multiply.outer): out[i..., j...] = a[i...] * b[j...], of shape a.shape + b.shape. Its CPU kernel is
+// written. Its Meta kernel, which torch.compile and torch.export run on fake tensors to learn the output's shape,
+// dtype, device and strides, is wrong. Fix it. The check calls it on meta tensors of ranks 0 to 2, empty and
+// transposed ones included, with every pair of dtypes the CPU kernel accepts, and compares its output with the CPU
+// kernel's (shape, dtype, device, strides; a new tensor, not a view of an input). It must refuse what the CPU kernel
+// refuses. Under torch.compile(dynamic=True) sizes are symbols: the check compiles a function that calls it once, for
+// three sizes.
+#include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/result_type.h>
 #include <torch/library.h>
+
+#include <vector>
 
 namespace {
 
+bool float_or_double(const at::Tensor& t) {
+  return t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble;
+}
+
 void check_inputs(const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK(a.dim() == 1, "exercise02::outer: `a` must be 1-D, got ", a.dim(), "-D");
-  TORCH_CHECK(b.dim() == 1, "exercise02::outer: `b` must be 1-D, got ", b.dim(), "-D");
-  TORCH_CHECK(a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat, "exercise02::outer: float32 only");
+  TORCH_CHECK(float_or_double(a) && float_or_double(b), "exercise02::outer: float32 or float64 tensors only, got ",
+              a.scalar_type(), " and ", b.scalar_type());
+  TORCH_CHECK(a.device() == b.device(), "exercise02::outer: `a` is on ", a.device(), ", `b` on ", b.device());
 }
 
 at::Tensor outer_cpu(const at::Tensor& a, const at::Tensor& b) {
   check_inputs(a, b);
-  at::Tensor out = at::empty({a.size(0), b.size(0)}, a.options());
-  const at::Tensor ac = a.contiguous(), bc = b.contiguous();
-  const float* pa = ac.const_data_ptr<float>();
-  const float* pb = bc.const_data_ptr<float>();
-  float* po = out.mutable_data_ptr<float>();
-  for (int64_t i = 0; i < a.size(0); ++i)
-    for (int64_t j = 0; j < b.size(0); ++j) po[i * b.size(0) + j] = pa[i] * pb[j];
+  // The dtype of a * b: torch's type promotion, in which a 0-d tensor weighs less than one with dimensions.
+  const at::ScalarType dtype = at::result_type(a, b);
+  std::vector<int64_t> sizes(a.sizes().begin(), a.sizes().end());
+  sizes.insert(sizes.end(), b.sizes().begin(), b.sizes().end());
+  at::Tensor out = at::empty(sizes, a.options().dtype(dtype));
+  const at::Tensor ac = a.to(dtype).contiguous(), bc = b.to(dtype).contiguous();
+  AT_DISPATCH_FLOATING_TYPES(dtype, "exercise02::outer", [&] {
+    const scalar_t* pa = ac.const_data_ptr<scalar_t>();
+    const scalar_t* pb = bc.const_data_ptr<scalar_t>();
+    scalar_t* po = out.mutable_data_ptr<scalar_t>();
+    const int64_t n = ac.numel(), m = bc.numel();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) po[i * m + j] = pa[i] * pb[j];
+  });
   return out;
 }
 
 at::Tensor outer_meta(const at::Tensor& a, const at::Tensor& b) {
   check_inputs(a, b);
-  return at::empty({a.size(0)}, a.options());  // TODO: the output's shape is (len(a), len(b))
+  return at::empty({a.size(0)}, a.options());  // TODO: the output outer_cpu returns, for every shape and dtype
 }
 
 }  // namespace

@@ -35,10 +35,38 @@ class Mistake:
         return text + solution[done:]
 
 
-MUL_COPY = ("    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self's own "
-            "memory\n")  # 09.inplace_kernel's solution, as mistakes edit it
+# 01.alias_annotations' solution, as its mistakes edit it
+ALIAS_DIAG = '    "diag_sum": "diag_sum(Tensor(a) x) -> (Tensor(a), Tensor)",\n'
+ALIAS_CLAMP = '    "clamp_count_": "clamp_count_(Tensor(a!) x, float lo, float hi) -> Tensor",\n'
+ALIAS_MINMAX = ('    "minmax_out": "minmax_out(Tensor x, *, Tensor(a!) min, Tensor(b!) max) '
+                '-> (Tensor(a!), Tensor(b!))",\n')
+ALIAS_TAGS = 'TAGS = {"diag_sum": [], "clamp_count_": [], "minmax_out": [torch.Tag.out]}\n'
+# 02.meta_kernel's solution, likewise
+OUTER_SIZES = ("  std::vector<c10::SymInt> sizes(a.sym_sizes().begin(), a.sym_sizes().end());\n"
+               "  sizes.insert(sizes.end(), b.sym_sizes().begin(), b.sym_sizes().end());\n")
+OUTER_RETURN = "  return at::empty_symint(sizes, a.options().dtype(at::result_type(a, b)));\n"
+
+# 09.inplace_kernel's solution, as mistakes edit it
+MUL_CAST_CHECK = ("    if not torch.can_cast(computed_in, out.dtype):\n"
+                  "        raise RuntimeError(f\"mul.out: the product's type {computed_in} can't be cast to `out`'s "
+                  "{out.dtype}\")\n")
+MUL_RESIZE = ("    if out.shape != product.shape:\n"
+              "        out.resize_(product.shape)  # our resize_ kernel: out's own storage, grown\n")
+MUL_COPY = "    out.copy_(product)  # our _copy_from: into out's memory, by its strides, converted to its dtype\n"
+MUL_PRODUCT = "    product = self * other\n" + MUL_RESIZE + MUL_COPY + "    return out\n"
 FAKE_RETURN = "    return torch.cat([a, b]).view(2, *a.shape)\n"  # 06.fake_kernel's solution, as mistakes edit it
-VMAP_RETURN = 'rowsum(batch.reshape(size * n, m)).reshape(size, n), 0'  # 06.vmap_rule's solution, likewise
+STABLE_FAKE = ("    return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and "
+               "device\n")
+STABLE_CHECKS = """\
+    # add.cpp's checks, as torch._check: on symbolic sizes it compares the symbols, and fixes no size to a number.
+    torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype {self.dtype}")
+    torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
+    torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
+"""  # 08.stable_autograd's solution, as mistakes edit it
+VMAP_INPUTS = ('    xs, ys = (t.movedim(dim, 0) if dim is not None else t.expand(size, *t.shape) for t, dim in '
+               'zip((x, y), in_dims))\n')  # 06.vmap_rule's solution, likewise
+VMAP_RETURN = 'rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), 0'
+
 # 03.inplace_autograd's solution, as mistakes edit it: the call below autograd, mark_dirty, backward's gradients
 ADD_REDISPATCH = ("        torch.ops.exercise.add_.default.redispatch(keyset & torch._C._after_autograd_keyset, x, "
                   "other)\n")
@@ -53,6 +81,7 @@ SUM_SQUARES_CAST = ("    return t.is_floating_point() && t.is_cpu() && t.scalar_
                     "t.to(at::kFloat) : t;\n")
 SUM_SQUARES_CALL = "  return op.call(cast, scale ? std::optional<at::Tensor>(to_float32(*scale)) : std::nullopt);\n"
 
+
 MISTAKES = [
     # 00.predict_path
     Mistake('00.predict_path', 'ad_inplace_or_view', 'ADInplaceOrView runs for every call',
@@ -60,13 +89,25 @@ MISTAKES = [
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["ADInplaceOrView", "CPU"]\n')]),
     Mistake('00.predict_path', 'autocast_too', 'AutocastCPU, which the exclude set removes',
-            expect="your kernel 1, 'AutocastCPU'",
+            expect="your kernel 1, 'AutocastCPU', is not the one the dispatcher calls there.\nLook again at lesson 00, "
+                   "section 2: which keys the thread-local exclude set takes out of every call.",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["AutocastCPU", "AutogradCPU", "CPU"]\n')]),
     Mistake('00.predict_path', 'with_fallthroughs', 'the fallthrough keys listed as kernels',
-            expect="your kernel 2, 'ADInplaceOrView'",
+            expect="your kernel 2, 'ADInplaceOrView', is not the one the dispatcher calls there.\nLook again at "
+                   "lesson 00, sections 3 and 4: what the dispatcher does at a key whose entry is a fallthrough.",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["AutogradCPU", "ADInplaceOrView", "BackendSelect", "CPU"]\n')]),
+    Mistake('00.predict_path', 'computed', "the path computed with the check's own tool instead of predicted",
+            expect="PATH (line 15 of your file) must be written out as a list of dispatch key names",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
+                    'fallback still runs\n',
+                    'import torch\nfrom helpers import trace\n\nPATH = trace.path(trace.predict('
+                    'torch.ops.workbook.add, torch.ones(3, requires_grad=True), torch.ones(3)))\n')]),
+    Mistake('00.predict_path', 'one_string', 'the keys written as one string, not a list of them',
+            expect="PATH (line 12 of your file) must be a list of dispatch key names",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
+                    'fallback still runs\n', 'PATH = "AutogradCPU -> CPU"\n')]),
     # 00.walk
     Mistake('00.walk', 'first_kernel_only', 'stops at the first kernel, as if every kernel ended the call',
             expect='after your 1 kernel(s) the dispatcher calls more',
@@ -140,24 +181,40 @@ MISTAKES = [
               '        if isinstance(arg, torch.Tensor):\n'
               '            keyset = keyset | C._dispatch_keys(arg)\n'))]),
     # 01.alias_annotations
-    Mistake('01.alias_annotations', 'mutation_unmarked', 'clamp_ writes x, and the schema does not say so',
-            expect="clamp_: opcheck's test_schema failed",
-            edits=[('    "clamp_": "clamp_(Tensor(a!) x, float lo, float hi) -> Tensor(a!)",\n',
-             '    "clamp_": "clamp_(Tensor x, float lo, float hi) -> Tensor",\n'),
-            ('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
-             'TAGS = {"diagonal": [], "clamp_": [], "rowsum_out": [torch.Tag.out]}\n')]),
-    Mistake('01.alias_annotations', 'no_tags', 'the mutated arguments returned without the tags',
-            expect='clamp_: torch.compile cannot turn calls of it into functional ones',
-            edits=[('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
-             'TAGS = {"diagonal": [], "clamp_": [], "rowsum_out": []}\n')]),
-    Mistake('01.alias_annotations', 'swapped_tags', 'inplace and out swapped',
-            expect='torch refuses the definition',
-            edits=[('TAGS = {"diagonal": [], "clamp_": [torch.Tag.inplace], "rowsum_out": [torch.Tag.out]}\n',
-             'TAGS = {"diagonal": [], "clamp_": [torch.Tag.out], "rowsum_out": [torch.Tag.inplace]}\n')]),
-    Mistake('01.alias_annotations', 'view_unmarked', "the view's output is not marked as an alias of x",
-            expect="diagonal: opcheck's test_schema failed",
-            edits=[('    "diagonal": "diagonal(Tensor(a) x) -> Tensor(a)",\n',
-             '    "diagonal": "diagonal(Tensor x) -> Tensor",\n')]),
+    Mistake('01.alias_annotations', 'view_unmarked', "the view's output not marked as sharing x's storage",
+            expect="diag_sum: output 1 shares storage with `x`, and your schema does not say so",
+            edits=[(ALIAS_DIAG, ALIAS_DIAG.replace("(Tensor(a) x) -> (Tensor(a), Tensor)",
+                                                   "(Tensor x) -> (Tensor, Tensor)"))]),
+    Mistake('01.alias_annotations', 'both_outputs_alias', 'the sum, a new tensor, put in the alias set of the view',
+            expect="diag_sum: your schema says output 2 may share storage with `x`, and it never does",
+            edits=[(ALIAS_DIAG, ALIAS_DIAG.replace("(Tensor(a), Tensor)", "(Tensor(a), Tensor(a))"))]),
+    Mistake('01.alias_annotations', 'view_written', 'the view marked as a write of x, as an in-place operator',
+            expect="diag_sum: your schema marks `x` written, and the kernel never writes it",
+            edits=[(ALIAS_DIAG, ALIAS_DIAG.replace("(Tensor(a) x) -> (Tensor(a), Tensor)",
+                                                   "(Tensor(a!) x) -> (Tensor(a!), Tensor)"))]),
+    Mistake('01.alias_annotations', 'count_is_x', "shaped like add_: the count declared as x itself, tagged inplace",
+            expect="clamp_count_: your schema says output 1 may share storage with `x`, and it never does",
+            edits=[(ALIAS_CLAMP, ALIAS_CLAMP.replace("-> Tensor", "-> Tensor(a!)")),
+                   (ALIAS_TAGS, ALIAS_TAGS.replace('"clamp_count_": []', '"clamp_count_": [torch.Tag.inplace]'))]),
+    Mistake('01.alias_annotations', 'write_unmarked', 'x written in place, and the schema does not say so',
+            expect="clamp_count_: the kernel writes `x`, and your schema does not mark it written",
+            edits=[(ALIAS_CLAMP, ALIAS_CLAMP.replace("Tensor(a!) x", "Tensor x"))]),
+    Mistake('01.alias_annotations', 'inplace_tag_on_count', 'tagged inplace, though it returns a new tensor',
+            expect="clamp_count_: torch refuses the definition: Schema tagged with torch.Tag.inplace must return",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace('"clamp_count_": []', '"clamp_count_": [torch.Tag.inplace]'))]),
+    Mistake('01.alias_annotations', 'one_alias_set', 'min and max in one alias set, as if they could be one tensor',
+            expect="minmax_out: your schema says output 1 may share storage with `max`, and it never does",
+            edits=[(ALIAS_MINMAX, ALIAS_MINMAX.replace("(b!)", "(a!)"))]),
+    Mistake('01.alias_annotations', 'no_out_tag', 'the buffers returned without the out tag',
+            expect="minmax_out: it returns arguments it writes, and no tag says which kind of mutation that is",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace("[torch.Tag.out]", "[]"))]),
+    Mistake('01.alias_annotations', 'returns_nothing', 'the out= operator declared to return nothing',
+            expect="minmax_out: the kernel returns 2 tensor(s); your schema declares none",
+            edits=[(ALIAS_MINMAX, ALIAS_MINMAX.replace("-> (Tensor(a!), Tensor(b!))", "-> ()")),
+                   (ALIAS_TAGS, ALIAS_TAGS.replace("[torch.Tag.out]", "[]"))]),
+    Mistake('01.alias_annotations', 'view_tag', 'the view tagged inplace_view, as if it changed x\'s metadata',
+            expect="diag_sum: tagged inplace_view, a kind of mutation its kernel does not do",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace('"diag_sum": []', '"diag_sum": [torch.Tag.inplace_view]'))]),
     # 01.schema
     Mistake('01.schema', 'limit_positional', 'limit can be passed by position',
             expect='can only be passed by keyword',
@@ -175,6 +232,14 @@ MISTAKES = [
             expect='returns nothing',
             edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
              'SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> Tensor(a!)"\n')]),
+    Mistake('01.schema', 'limit_inf', 'limit a plain float whose default is inf, which a schema cannot spell',
+            expect="torch cannot parse it:\ninvalid numeric default value:\nscale_(",
+            edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
+                    'SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float limit=inf) -> ()"\n')]),
+    Mistake('01.schema', 'no_name', "the schema without the operator's name, as torch.library.define's second argument",
+            expect="your schema has no name",
+            edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
+                    'SCHEMA = "(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n')]),
     # 02.composite_key
     Mistake('02.composite_key', 'autograd_alias', 'the Autograd alias: autograd keys only, so nothing is left when inference_mode excludes them',
             expect='inside torch.inference_mode()',
@@ -188,22 +253,69 @@ MISTAKES = [
             expect="torch's autograd fallback",
             edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n',
              'KEY = "CompositeExplicitAutograd"\n')]),
+    Mistake('02.composite_key', 'no_key', "no key named: Library.impl's default, which the reader cannot name",
+            expect="KEY '' names no dispatch key",
+            edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n', 'KEY = ""\n')]),
+    Mistake('02.composite_key', 'unknown_key', "Math, CompositeImplicitAutograd's name in old releases of torch",
+            expect="torch knows no dispatch key named 'Math'",
+            edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n',
+                    'KEY = "Math"\n')]),
+    Mistake('02.composite_key', 'float32_kernel', 'the kernel computes in float32, whatever the input',
+            expect="float64 CPU tensors: the output is torch.float32",
+            edits=[("    return torch.log1p(torch.exp(2 * x)) / 2\n",
+                    "    return torch.log1p(torch.exp(2 * x.float())) / 2\n")]),
+    Mistake('02.composite_key', 'flat_view', "the kernel flattens with view(), which a transposed input refuses",
+            expect="a transposed CPU tensor: RuntimeError: view size is not compatible",
+            edits=[("    return torch.log1p(torch.exp(2 * x)) / 2\n",
+                    "    flat = x.view(-1)\n    return (torch.log1p(torch.exp(2 * flat)) / 2).view(x.shape)\n")]),
     # 02.meta_kernel
-    Mistake('02.meta_kernel', 'concrete_sizes', 'the right shape from size(0), a plain number where sizes are symbols',
+    Mistake('02.meta_kernel', 'swapped', "b's sizes before a's",
+            expect="on meta tensors [4] float32 and [3] float32 your kernel returns shape [3, 4]",
+            edits=[(OUTER_SIZES, "  std::vector<c10::SymInt> sizes(b.sym_sizes().begin(), b.sym_sizes().end());\n"
+                                 "  sizes.insert(sizes.end(), a.sym_sizes().begin(), a.sym_sizes().end());\n")]),
+    Mistake('02.meta_kernel', 'dtype_of_a', "a's dtype, where the CPU kernel promotes",
+            expect="on meta tensors [3] float32 and [4] float64 your kernel returns torch.float32",
+            edits=[(OUTER_RETURN, OUTER_RETURN.replace(".dtype(at::result_type(a, b))", ""))]),
+    Mistake('02.meta_kernel', 'promote_types', "promoteTypes of the two dtypes: a 0-d tensor's weighs less in a * b",
+            expect="on meta tensors [] float64 and [3] float32 your kernel returns torch.float64",
+            edits=[(OUTER_RETURN, OUTER_RETURN.replace("at::result_type(a, b)",
+                                                       "c10::promoteTypes(a.scalar_type(), b.scalar_type())"))]),
+    Mistake('02.meta_kernel', 'column_major', 'the right shape laid out column-major (the CPU kernel: row-major)',
+            expect="your kernel returns strides [1, 4]; the CPU kernel [3, 1]",
+            edits=[(OUTER_RETURN,
+                    "  std::vector<c10::SymInt> reversed(sizes.rbegin(), sizes.rend());\n"
+                    "  std::vector<int64_t> order;\n"
+                    "  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) order.push_back(d);\n"
+                    "  const auto options = a.options().dtype(at::result_type(a, b));\n"
+                    "  return at::empty_symint(reversed, options).permute(order);\n")]),
+    Mistake('02.meta_kernel', 'expanded_input', "a view of `a` expanded to the output's shape: no new tensor",
+            expect="your kernel returns a view of an input, sharing its storage",
+            edits=[(OUTER_RETURN,
+                    "  std::vector<c10::SymInt> a_shape(a.sym_sizes().begin(), a.sym_sizes().end());\n"
+                    "  a_shape.resize(sizes.size(), 1);\n"
+                    "  return a.view_symint(a_shape).expand_symint(sizes);\n")]),
+    Mistake('02.meta_kernel', 'cpu_device', "options without a's device: a CPU tensor for meta inputs",
+            expect="your kernel returns a tensor on cpu, not on the inputs' device (meta)",
+            edits=[(OUTER_RETURN, OUTER_RETURN.replace("a.options().dtype(", "at::TensorOptions().dtype("))]),
+    Mistake('02.meta_kernel', 'no_checks', "the CPU kernel's checks left out: a call it refuses traces",
+            expect="and the CPU kernel refuses them (exercise02::outer: float32 or float64 tensors only",
+            edits=[("  check_inputs(a, b);\n  // a's sizes", "  // a's sizes")]),
+    Mistake('02.meta_kernel', 'int_sizes', 'sizes() where sizes are symbols: the compiled graph specializes',
             expect='compiled 3 times for 3 sizes',
-            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
-              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
-             '  return at::empty({a.size(0), b.size(0)}, a.options());\n')]),
-    Mistake('02.meta_kernel', 'swapped', 'the shape the other way round',
-            expect='your kernel returns shape [3, 4]',
-            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
-              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
-             '  return at::empty_symint({b.sym_size(0), a.sym_size(0)}, a.options());\n')]),
-    Mistake('02.meta_kernel', 'wrong_dtype', 'a float64 output',
-            expect='torch.float64',
-            edits=[(('  // SymInt sizes: plain numbers on meta tensors, symbols under torch.compile(dynamic=True).\n'
-              '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options());\n'),
-             '  return at::empty_symint({a.sym_size(0), b.sym_size(0)}, a.options().dtype(at::kDouble));\n')]),
+            edits=[(OUTER_SIZES, OUTER_SIZES.replace("c10::SymInt", "int64_t").replace("sym_sizes", "sizes")),
+                   (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
+    Mistake('02.meta_kernel', 'concrete_sizes', 'each size read with size(d), a plain number where sizes are symbols',
+            expect='compiled 3 times for 3 sizes',
+            edits=[(OUTER_SIZES, "  std::vector<int64_t> sizes;\n"
+                                 "  for (int64_t d = 0; d < a.dim(); ++d) sizes.push_back(a.size(d));\n"
+                                 "  for (int64_t d = 0; d < b.dim(); ++d) sizes.push_back(b.size(d));\n"),
+                   (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
+    Mistake('02.meta_kernel', 'expect_int', 'each SymInt unpacked to an int: fine on meta tensors, an error on symbols',
+            expect="your Meta kernel failed: RuntimeError: when unpacking SymInt, expected int but got s",
+            edits=[(OUTER_SIZES, "  std::vector<int64_t> sizes;\n"
+                                 "  for (const c10::SymInt& s : a.sym_sizes()) sizes.push_back(s.expect_int());\n"
+                                 "  for (const c10::SymInt& s : b.sym_sizes()) sizes.push_back(s.expect_int());\n"),
+                   (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
     # 03.fallthrough
     Mistake('03.fallthrough', 'ad_inplace_or_view', 'ADInplaceOrView, a fallthrough already',
             expect="at AutogradCPU, torch's autograd fallback still runs",
@@ -571,44 +683,52 @@ MISTAKES = [
                      "# two scalars: a vector of 2, in the promoted dtype\n"),
                     ""),
                    (FAKE_RETURN, "    return torch.cat([a, b]).view(2, a.size(0), *a.shape[1:])\n")]),
+    Mistake('06.fake_kernel', 'sizes_read_as_ints', "the right metadata, a's sizes read as ints: symbolic ones "
+            "specialize",
+            expect='your fake kernel turned s',
+            edits=[(FAKE_RETURN, '    return torch.cat([a, b]).view(2, *[int(size) for size in a.shape])\n')]),
+    Mistake('06.fake_kernel', 'new_empty_of_int_sizes', "new_empty of a's sizes read as ints (a learner's run passed "
+            "it)",
+            expect="your fake kernel's output has strides",
+            edits=[(FAKE_RETURN,
+                    '    return a.new_empty(2, *[int(s) for s in a.shape], dtype=torch.result_type(a, b))\n')]),
     # 06.vmap_rule
-    Mistake('06.vmap_rule', 'batch_first_assumed', 'the batch taken to be dimension 0, whatever in_dims says',
-            expect='with the batch in dimension 2 of x: wrong result',
-            edits=[(('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n'
-              '    size, n, m = batch.shape\n'
-              '    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n'),
-             ('    size, n, m = x.shape\n'
-              '    return rowsum(x.reshape(size * n, m)).reshape(size, n), 0\n'))]),
-    Mistake('06.vmap_rule', 'one_call_per_row', 'a loop over the rows instead of the matrices',
-            expect='the kernel ran 20 times',
-            edits=[('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n',
-             '    batch = x.movedim(in_dims[0], 0)\n'),
-            ('    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n',
-             ('    rows = batch.reshape(size * n, m)\n'
-              '    return torch.cat([rowsum(rows[i : i + 1]) for i in range(size * n)]).reshape(size, n), 0\n'))]),
-    Mistake('06.vmap_rule', 'wrong_out_dim', "the result's batch dimension said to be 1",
-            expect='wrong result',
-            edits=[('    batch = x.movedim(in_dims[0], 0)  # (B, n, m)\n',
-             '    batch = x.movedim(in_dims[0], 0)\n'),
-            ('    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows\n',
-             '    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 1\n')]),
-    Mistake('06.vmap_rule', 'view_not_reshape', "view, which refuses a batch whose memory isn't laid out as its shape",
-            expect="outermost in memory) (strides [24, 6, 1]): your rule raised RuntimeError: view size is not",
-            edits=[('rowsum(batch.reshape(size * n, m)).reshape(size, n), 0',
-                    'rowsum(batch.view(size * n, m)).view(size, n), 0')]),
-    Mistake('06.vmap_rule', 'out_dim_of_input', "the input's batch dimension returned as the result's",
+    Mistake('06.vmap_rule', 'batch_first_assumed', 'each batch taken to be in dimension 0, whatever in_dims says',
+            expect='with x batched in dimension 2, y in dimension 1',
+            edits=[(VMAP_INPUTS, '    xs, ys = (t if dim is not None else t.expand(size, *t.shape) '
+                                 'for t, dim in zip((x, y), in_dims))\n')]),
+    Mistake('06.vmap_rule', 'y_batch_where_x_has_it', "y's batch looked for in x's dimension",
+            expect='with x batched in dimension 2, y in dimension 1',
+            edits=[('zip((x, y), in_dims)', 'zip((x, y), (in_dims[0], in_dims[0]))')]),
+    Mistake('06.vmap_rule', 'unbatched_left_as_is', 'an input with no batch left as one matrix, not one per example',
+            expect='y with no batch (strides [24, 6, 1] and [6, 1]): your rule raised RuntimeError',
+            edits=[('else t.expand(size, *t.shape)', 'else t')]),
+    Mistake('06.vmap_rule', 'rows_repeated', 'an input with no batch repeated row by row (repeat_interleave), not '
+            'matrix by matrix', expect='y with no batch: wrong result',
+            edits=[('else t.expand(size, *t.shape)', 'else t.repeat_interleave(size, 0).reshape(size, *t.shape)')]),
+    Mistake('06.vmap_rule', 'view_not_reshape', "view, which refuses memory not laid out as the shape it asks for",
+            expect='your rule raised RuntimeError: view size is not',
+            edits=[(VMAP_RETURN, 'rowdot(xs.view(size * n, m), ys.view(size * n, m)).view(size, n), 0')]),
+    Mistake('06.vmap_rule', 'out_dim_of_input', "x's batch dimension returned as the result's",
             expect='Your rule returned a result of shape [4, 5] with batch dimension 2',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(size * n, m)).reshape(size, n), in_dims[0]')]),
-    Mistake('06.vmap_rule', 'row_length_of_x', "the row length read from x's last dimension: the batch's, when last",
-            expect='does not fit the tensor it reshapes: here B, n, m = 4, 5, 6, and x has shape [5, 6, 4]',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(-1, x.shape[-1])).reshape(size, -1), 0')]),
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), '
+                                 'in_dims[0]')]),
+    Mistake('06.vmap_rule', 'size_from_x', "B read from x's batch dimension, which an unbatched x does not have",
+            expect='with x with no batch, y batched in dimension 0 (strides [6, 1] and [30, 6, 1]): your rule raised',
+            edits=[('    size = info.batch_size\n', '    size = x.shape[in_dims[0]]\n')]),
     Mistake('06.vmap_rule', 'inferred_sizes', 'reshape(-1, m): no size can be inferred from 0 elements',
-            expect='with an empty batch (B = 0) in dimension 0 of x (strides [30, 6, 1]): your rule raised '
-                   'RuntimeError: cannot reshape tensor of 0 elements',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(-1, m)).reshape(size, -1), 0')]),
+            expect='with an empty batch (B = 0) of y, x with no batch (strides [6, 1] and [30, 6, 1]): your rule '
+                   'raised RuntimeError: cannot reshape tensor of 0 elements',
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(-1, m), ys.reshape(-1, m)).reshape(size, -1), 0')]),
     Mistake('06.vmap_rule', 'float32_sum', 'summed in float32 and cast back: float64 loses precision',
-            expect='with float64 matrices, the batch in dimension 0 of x: wrong result, off by up to',
-            edits=[(VMAP_RETURN, 'rowsum(batch.reshape(size * n, m).float()).reshape(size, n).to(x.dtype), 0')]),
+            expect='with float64 matrices, x batched in dimension 0, y with no batch: wrong result, off by up to',
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(size * n, m).float(), ys.reshape(size * n, m).float())'
+                                 '.reshape(size, n).to(x.dtype), 0')]),
+    Mistake('06.vmap_rule', 'float64_sum', 'summed in float64 and cast back: int64 sums past 2**53 lose their '
+            'last bits',
+            expect='with int64 matrices with values near 2**26, x and y batched in dimension 0: wrong result, off by',
+            edits=[(VMAP_RETURN, 'rowdot(xs.reshape(size * n, m).double(), ys.reshape(size * n, m).double())'
+                                 '.reshape(size, n).to(x.dtype), 0')]),
     # 07.layer_cost
     Mistake('07.layer_cost', 'always_a_cost', "interleaved and robust, but it never says 'within noise'",
             expect='no layer at all: the same call twice: you report',
@@ -632,6 +752,17 @@ MISTAKES = [
               '    differences = [a - b for a, b in zip(with_, without)]\n')),
             ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
              '    return (median, q1, q3) if q1 > 0 else None\n')]),
+    Mistake('07.layer_cost', 'few_rounds', 'three rounds, whatever `rounds` says',
+            expect='you called time_with() 3 and time_without() 3 times, for 15 rounds',
+            edits=[('for _ in range(rounds)]', 'for _ in range(3)]')]),
+    Mistake('07.layer_cost', 'fixed_threshold', 'a cost only above a fixed 0.05 µs, whatever the noise',
+            expect='a layer of 0.02 µs on a quiet machine (noise of 0.002 µs): you report None',
+            edits=[('    return (median, q1, q3) if q1 > 0 else None',
+                    '    return (median, q1, q3) if median > 0.05 else None')]),
+    Mistake('07.layer_cost', 'small_fixed_threshold', 'a cost above a fixed 0.01 µs, whatever the noise',
+            expect='no layer at all, on a noisy machine (noise of 0.3 µs): you report (0.151',
+            edits=[('    return (median, q1, q3) if q1 > 0 else None',
+                    '    return (median, q1, q3) if median > 0.01 else None')]),
     # 07.records_graph
     Mistake('07.records_graph', 'first_input_only', "only the first input's requires_grad looked at",
             expect='grad mode on, requires_grad (False, True)',
@@ -714,10 +845,10 @@ MISTAKES = [
               '    return model(x)\n'),
              '    return torch._inductor.aoti_load_package(model_pt2)(x)\n')]),
     # 08.stable_autograd
-    Mistake('08.stable_autograd', 'empty_like', "torch.empty_like(self): self's strides, which a transposed self does not share with the output",
+    Mistake('08.stable_autograd', 'empty_like', "torch.empty_like(self): self's strides, which a transposed self "
+            "does not share with the output",
             expect='a transposed (non-contiguous) `self`',
-            edits=[("    return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and device\n",
-             '    return torch.empty_like(self)\n')]),
+            edits=[(STABLE_FAKE, '    return torch.empty_like(self)\n')]),
     Mistake('08.stable_autograd', 'one_gradient', 'one gradient for two inputs',
             expect='test_aot_dispatch_dynamic failed',
             edits=[('    pass  # d(self + other) needs nothing from forward\n',
@@ -730,6 +861,31 @@ MISTAKES = [
              '    pass\n'),
             ('    return grad, grad  # one gradient per input\n',
              '    return grad, None\n')]),
+    Mistake('08.stable_autograd', 'float32_output', 'torch.empty(self.shape): float32 whatever the dtype (a '
+            "learner's run passed it)", expect='float64 inputs, `self` transposed: opcheck',
+            edits=[(STABLE_FAKE, '    return torch.empty(self.shape)\n')]),
+    Mistake('08.stable_autograd', 'cpu_output', "the right dtype, on the CPU whatever the inputs' device",
+            expect='meta tensors (`self` transposed), your fake kernel returned shape [3, 4], torch.float32, strides '
+                   '[4, 1] on cpu',
+            edits=[(STABLE_FAKE, '    return torch.empty(self.shape, dtype=self.dtype)\n')]),
+    Mistake('08.stable_autograd', 'sizes_read_as_ints', 'sizes read as ints: symbolic ones specialize',
+            expect='your fake kernel turned s',
+            edits=[(STABLE_FAKE, '    return self.new_empty([int(size) for size in self.shape])\n')]),
+    Mistake('08.stable_autograd', 'no_checks', 'no check at all: meta and fake calls accept what the kernel refuses',
+            expect='your fake kernel accepted a float32 `self` and a float64 `other`',
+            edits=[(STABLE_CHECKS, '')]),
+    Mistake('08.stable_autograd', 'broadcasting_accepted', 'shapes that broadcast accepted, as aten::add accepts them',
+            expect='accepted `self` of shape [3, 4] and `other` of shape [4] (which would broadcast)',
+            edits=[('    torch._check(other.shape == self.shape,',
+                    '    torch._check(torch.broadcast_shapes(other.shape, self.shape) == self.shape,')]),
+    Mistake('08.stable_autograd', 'dtypes_unchecked', "add.cpp's list of dtypes not checked",
+            expect='accepted two int16 tensors',
+            edits=[('    torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype '
+                    '{self.dtype}")\n', '')]),
+    Mistake('08.stable_autograd', 'any_floating_point', "add.cpp's list read as 'any floating-point dtype, int32 and "
+            "int64'", expect='accepted two float8_e5m2 tensors',
+            edits=[('self.dtype in SUPPORTED,',
+                    '(self.dtype.is_floating_point or self.dtype in (torch.int32, torch.int64)),')]),
     # 09.served
     Mistake('09.served', 'matmul_reaches_the_device', 'aten::matmul listed: a composite operator, it never reaches the key',
             expect="your call 1, 'aten::matmul', is not the operator",
@@ -752,70 +908,79 @@ MISTAKES = [
                    "outside: it runs at PrivateUse1 only inside another operator's kernel",
             edits=[('    ("aten::add.Tensor", "native"),',
                     '    ("aten::empty_strided", "native"),\n    ("aten::add.Tensor", "native"),')]),
+    Mistake('09.served', 'computed', "the calls computed with the check's own recorder instead of predicted",
+            expect="SERVED (line 21 of your file) must be written out as a list of (operator, server) pairs",
+            edits=[(('SERVED = [\n'
+                     '    ("aten::mm", "native"),  # matmul is CompositeImplicitAutograd: for two matrices it calls '
+                     'mm, which has our kernel\n'),
+                    ('import torch\nfrom helpers import device, trace\n\ndevice.enable()\n'
+                     'x, w, b = (torch.randn(shape).to(device.NAME) for shape in ((4, 5), (5, 3), (3,)))\n'
+                     'with trace.recording() as events:\n    torch.relu(x @ w + b).sum()\n'
+                     'SERVED = device.served(events) or [\n')),
+                   ]),
     # 09.inplace_kernel
-    Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul_ run on .cpu() copies, as lesson 09's add_on_a_copy",
-            expect='self did not change',
-            edits=[('    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self\'s own memory\n',
-                    '    self.cpu().mul_(other.cpu())\n')]),
-    Mistake('09.inplace_kernel', 'rebinds_self', 'the name self bound to a new tensor: the caller\'s tensor is untouched',
-            expect='self did not change',
-            edits=[('    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self\'s own memory\n',
-                    '    self = self * other\n')]),
-    Mistake('09.inplace_kernel', 'no_device_check', 'the product computed on .cpu() copies, with no device check: a CPU '
-            'other goes through silently', expect='a 4 x 5 CPU tensor as `other` was accepted',
-            edits=[(('    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n'
-                     '        raise RuntimeError(f"mul_: `other` is on {other.device}, `self` on {self.device}")\n'), ''),
-                   ('    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self\'s own memory\n',
-                    '    self.copy_(self.cpu() * other.cpu())\n')]),
-    Mistake('09.inplace_kernel', 'scalar_refused', 'a 0-dim CPU scalar refused with the other CPU tensors',
-            expect='on a 0-dim CPU tensor (a scalar): your kernel raised RuntimeError',
-            edits=[('    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n',
-                    '    if other.device != self.device:\n')]),
-    Mistake('09.inplace_kernel', 'error_without_the_name', 'mixed devices refused without naming the argument',
-            expect='the error does not name it',
-            edits=[('        raise RuntimeError(f"mul_: `other` is on {other.device}, `self` on {self.device}")\n',
-                    '        raise RuntimeError("mul_: tensors are on different devices")\n')]),
-    Mistake('09.inplace_kernel', 'no_cast_check', "no check that self can hold the product's type",
-            expect='an int64 self times a float32 other was accepted',
-            edits=[(('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n'
-                     '        raise RuntimeError(f"mul_: the product\'s type {torch.result_type(self, other)} can\'t be cast to {self.dtype}")\n'),
-                    '')]),
-    Mistake('09.inplace_kernel', 'returns_a_new_tensor', 'self written into, but a new CPU tensor returned',
-            expect='on two 4 x 5 tensors: self holds the product, but your kernel returned a new tensor on cpu',
-            edits=[('    return self\n', '    return self.cpu()\n')]),
-    Mistake('09.inplace_kernel', 'one_element_cpu_other', 'any one-element CPU other let through as a scalar, not only '
+    Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul.out run on .cpu() copies, as lesson 09's add_on_a_copy",
+            expect='on two 4 x 5 tensors into a 4 x 5 `out`: out did not change',
+            edits=[(MUL_PRODUCT, '    return torch.mul(self.cpu(), other.cpu(), out=out.cpu())\n')]),
+    Mistake('09.inplace_kernel', 'rebinds_out', 'the name out bound to a new tensor: the caller\'s tensor is untouched',
+            expect='on two 4 x 5 tensors into a 4 x 5 `out`: out did not change',
+            edits=[(MUL_PRODUCT, '    out = self * other\n    return out\n')]),
+    Mistake('09.inplace_kernel', 'self_copied_then_multiplied', "self copied into out, then out *= other: `out` that "
+            "is `other` is overwritten before it is read",
+            expect='on `out` that is `other` itself: out holds the wrong values',
+            edits=[(MUL_PRODUCT, ('    out.resize_(torch.broadcast_shapes(self.shape, other.shape))\n'
+                                  '    out.copy_(self)\n'
+                                  '    out.copy_(out * other)\n'
+                                  '    return out\n'))]),
+    Mistake('09.inplace_kernel', 'multiplied_in_place', "out *= other with mul_, which on the device reaches mul.out: "
+            "the kernel itself", expect='your kernel called itself',
+            edits=[(MUL_PRODUCT, ('    out.resize_(torch.broadcast_shapes(self.shape, other.shape))\n'
+                                  '    out.copy_(self)\n'
+                                  '    out.mul_(other)\n'
+                                  '    return out\n'))]),
+    Mistake('09.inplace_kernel', 'no_resize', "out written as it comes: an empty out can't hold the product",
+            expect='on an empty `out` (0 elements): your kernel raised',
+            edits=[(MUL_RESIZE, '')]),
+    Mistake('09.inplace_kernel', 'resized_before_the_cast_check', 'out resized to the product\'s shape before its '
+            'dtype is checked', expect='a float32 product into an empty int64 `out` was refused, but only after your '
+            'kernel had changed an argument',
+            edits=[('    computed_in = torch.result_type(self, other)\n',
+                    '    out.resize_(torch.broadcast_shapes(self.shape, other.shape))\n'
+                    '    computed_in = torch.result_type(self, other)\n')]),
+    Mistake('09.inplace_kernel', 'no_cast_check', "no check that out can hold the product's type",
+            expect='a float32 product into an int64 `out` was accepted',
+            edits=[(MUL_CAST_CHECK, '')]),
+    Mistake('09.inplace_kernel', 'cast_to_self', "can_cast to self's dtype, as for an in-place mul_: an int32 self "
+            "times a float32 other refused", expect='on an int32 self times a float32 other into a float32 `out`: '
+            'your kernel raised RuntimeError',
+            edits=[('torch.can_cast(computed_in, out.dtype)', 'torch.can_cast(computed_in, self.dtype)')]),
+    Mistake('09.inplace_kernel', 'computed_in_outs_dtype', "the product computed in out's dtype, not the promoted one",
+            expect='on two float32 tensors into a float64 `out`: out holds values near the product',
+            edits=[('    product = self * other\n', '    product = self.to(out.dtype) * other.to(out.dtype)\n')]),
+    Mistake('09.inplace_kernel', 'cpu_out_accepted', 'self and other checked for the device, out not',
+            expect='a 4 x 5 CPU tensor as `out` was accepted',
+            edits=[('("self", self), ("other", other), ("out", out)', '("self", self), ("other", other)')]),
+    Mistake('09.inplace_kernel', 'one_element_cpu_self', 'any one-element CPU tensor let through as a scalar, not only '
             'a 0-dim one, and the product computed on the CPU',
-            expect='a (1,)-shaped CPU tensor as `other` was accepted',
-            edits=[('(other.is_cpu and other.dim() == 0)', '(other.is_cpu and other.numel() == 1)'),
-                   (MUL_COPY, '    self.copy_(self.cpu() * other.cpu())\n')]),
-    Mistake('09.inplace_kernel', 'cast_check_by_hand', 'can_cast replaced by "an int32/int64 self and a '
-            'floating other"',
-            expect='a uint8 self times a float32 other was accepted',
-            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
-                    '    if self.dtype in (torch.int32, torch.int64) and other.is_floating_point():\n')]),
-    Mistake('09.inplace_kernel', 'writes_before_the_cast_check', 'the product written into self, then can_cast checked',
-            expect='was refused, but only after your kernel had changed self',
-            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
-                    '    self.copy_(self * other)\n'
-                    '    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n'),
-                   (MUL_COPY, '')]),
-    Mistake('09.inplace_kernel', 'computes_in_float32', 'the product computed in float32 whatever the dtypes',
-            expect='on two float64 tensors: self holds values near the product',
-            edits=[(MUL_COPY, '    self.copy_(self.float() * other.float())\n')]),
-    Mistake('09.inplace_kernel', 'casts_other_first', "other cast to self's dtype before the product: rounded twice",
-            expect='on a float16 self times a float32 other: self holds values near the product',
-            edits=[(MUL_COPY, '    self.copy_(self * other.to(self.dtype))\n')]),
+            expect='a (1,)-shaped CPU tensor as `self` was accepted',
+            edits=[('tensor.dim() > 0', 'tensor.numel() > 1'),
+                   ('    product = self * other\n', '    product = self.cpu() * other.cpu()\n')]),
+    Mistake('09.inplace_kernel', 'error_without_the_name', 'mixed devices refused without naming the argument',
+            expect='the error does not name `other`',
+            edits=[('f"mul.out: `{name}` is on the CPU; every tensor argument must be on the device"',
+                    '"mul.out: tensors are on different devices"')]),
+    Mistake('09.inplace_kernel', 'returns_the_product', 'out written into, but the product returned',
+            expect='out holds the product, but your kernel returned a new tensor on workbook:0',
+            edits=[('    return out\n', '    return product\n')]),
+    Mistake('09.inplace_kernel', 'storage_replaced', "out.data = product: out's memory replaced, not written",
+            expect="out's memory was replaced, not written into",
+            edits=[(MUL_RESIZE, ''), (MUL_COPY, '    out.data = product\n')]),
     Mistake('09.inplace_kernel', 'reads_other_as_contiguous', "other's elements read as if it were contiguous",
-            expect='on a transposed view as `other`: self holds the wrong values, though they were right',
-            edits=[(MUL_COPY, '    self.copy_(self * other.as_strided(other.shape, other.contiguous().stride()))\n')]),
-    Mistake('09.inplace_kernel', 'cast_check_on_device_only', 'can_cast checked only for an other on the device: a CPU '
-            'scalar goes unchecked', expect='an int16 self times a 0-dim CPU 2.5 was accepted',
-            edits=[('    if not torch.can_cast(torch.result_type(self, other), self.dtype):\n',
-                    '    if other.device == self.device and not torch.can_cast(torch.result_type(self, other), '
-                    'self.dtype):\n')]),
+            expect='on a transposed view as `other`: out holds the wrong values, though they were right',
+            edits=[('    product = self * other\n',
+                    '    product = self * other.as_strided(other.shape, other.contiguous().stride())\n')]),
     Mistake('09.inplace_kernel', 'grad_mode_left_off', 'grad mode turned off in the kernel, and never restored',
             expect='grad mode was left off',
-            edits=[('    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n',
-                    '    torch.set_grad_enabled(False)\n'
-                    '    if other.device != self.device and not (other.is_cpu and other.dim() == 0):\n')]),
+            edits=[('    computed_in = torch.result_type(self, other)\n',
+                    '    torch.set_grad_enabled(False)\n    computed_in = torch.result_type(self, other)\n')]),
 ]

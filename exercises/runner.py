@@ -1,15 +1,18 @@
 """Run a check in a process of its own: whatever the reader's code registers, and however it crashes, the process it
 ran in is gone afterwards, so the verdict on a file never depends on what was checked before.
 
-The process is a child of a fork server (helpers/forkserver.py) that has imported torch once: the test session's, or
-in your JupyterLab one of the kernel's own, started on the first check. A child costs milliseconds, not the seconds of
-a new interpreter.
+The process is a new Python or, under the test command, a child of the session's fork server (helpers/forkserver.py),
+which has imported torch once: a child costs milliseconds, not the seconds of a new interpreter.
+
+A loop in the reader's code is reported RUNNING_LIMIT seconds after that code started (toolkit.Watchdog), however long
+the compile before it took; `timeout` bounds the whole check, builds included.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import tempfile
 import traceback
@@ -17,42 +20,72 @@ from pathlib import Path
 
 from helpers import forkserver, progress
 
-from .toolkit import EXERCISES, Result
+from .toolkit import EXERCISES, WATCHDOG, Diagnosis, Result
+
+RUNNING_LIMIT = 60.0
 
 
-def check_here(exercise_id: str, path: str, verdict: str) -> None:
-    """In the child: run the check on `path`, write the Result to the file `verdict` as JSON."""
+def _where(error: BaseException, path: str) -> str:
+    """' (line N of your file)' for the last frame of the traceback in the reader's file, else ''."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
+    return f" (line {frames[-1].lineno} of your file)" if frames else ""
+
+
+def check_here(exercise_id: str, path: str, verdict: str, stacks: str, running_limit: float) -> None:
+    """In the child: run the check on `path`, write the Result to the file `verdict` as JSON. Should the reader's code
+    run longer than `running_limit` seconds, the watchdog writes the Python stacks to the file `stacks` and ends the
+    process."""
     from . import checks  # noqa: F401 - registers every check
 
-    try:
-        result = EXERCISES[exercise_id].check(Path(path))
-    except Exception as error:  # noqa: BLE001 - the reader's code may raise anything; that is the diagnosis
-        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
-        where = f" (line {frames[-1].lineno} of your file)" if frames else ""
-        result = Result(False, f"your code raised {type(error).__name__}{where}: {str(error).splitlines()[0] if str(error) else ''}")
+    with open(stacks, "w") as stacks_file:  # open as long as the watchdog may write to it
+        WATCHDOG.arm(stacks_file, running_limit)
+        try:
+            result = EXERCISES[exercise_id].check(Path(path))
+        except Diagnosis as refused:
+            result = Result(False, str(refused))
+        except SystemExit as stop:  # sys.exit(), exit(), quit(): the reader's code ended what was running it
+            status = f"the message {stop.code!r}" if isinstance(stop.code, str) else f"code {stop.code or 0}"
+            result = Result(False, f"your code exited with {status}{_where(stop, path)}: the check calls your code, "
+                                   "and needs it to return, not to end the process")
+        except Exception as error:  # noqa: BLE001 - the reader's code may raise anything; that is the diagnosis
+            message = str(error).splitlines()[0] if str(error) else ""
+            result = Result(False, f"your code raised {type(error).__name__}{_where(error, path)}: {message}")
+        finally:
+            WATCHDOG.stop()
     Path(verdict).write_text(json.dumps({"passed": result.passed, "diagnosis": result.diagnosis}))
 
 
-def run(exercise_id: str, path: Path, timeout: float = 600) -> Result:
+def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float = RUNNING_LIMIT) -> Result:
     """The check's verdict on `path`, from a child process."""
     from . import checks  # noqa: F401 - the registry this process reads when the child dies
 
     # The child's output goes to a log: compiler progress and crash messages (an abort prints "terminate called ...")
     # stay out of the notebook, and the diagnosis can quote them.
-    with tempfile.NamedTemporaryFile("r", suffix=".log") as log, tempfile.NamedTemporaryFile("r") as verdict:
-        program = f"from exercises.runner import check_here\ncheck_here({exercise_id!r}, {str(path)!r}, {verdict.name!r})"
+    with (tempfile.NamedTemporaryFile("r", suffix=".log") as log, tempfile.NamedTemporaryFile("r") as verdict,
+          tempfile.NamedTemporaryFile("r") as stacks):
+        program = (f"from exercises.runner import check_here\n"
+                   f"check_here({exercise_id!r}, {str(path)!r}, {verdict.name!r}, {stacks.name!r}, {running_limit!r})")
         with forkserver.spawn(program, dict(os.environ), os.getcwd(), log.fileno(), log.fileno()) as child:
             try:
                 returncode = child.wait(timeout)
             except TimeoutError:  # leaving the `with` kills the child
-                return Result(False, f"the check did not finish within {timeout:.0f} s: does your code loop forever?")
+                return Result(False, f"the check did not finish within {timeout:.0f} s, builds included: does your "
+                                     "code loop forever?")
         if returncode == 0 and (written := verdict.read()):
             return Result(**json.loads(written))
-        output = log.read().strip()
+        output, stacks_written = log.read().strip(), stacks.read()
+    if stacks_written:  # innermost frame first: the first line in the reader's file is where their code was
+        lines = [line for file, line in re.findall(r'File "(.*)", line (\d+)', stacks_written) if file == str(path)]
+        where = f" (it was at line {lines[0]} of your file)" if lines else ""
+        return Result(False, f"your code ran for {running_limit:.0f} s without finishing{where}: does it loop forever?")
+    said = [line for line in output.splitlines() if line.strip() and not progress.is_progress_line(line)]
+    last = said[-1] if said else ""
     if returncode < 0:
-        said = [line for line in output.splitlines() if line.strip() and not progress.is_progress_line(line)]
-        last = said[-1] if said else ""
         why = EXERCISES[exercise_id].on_crash
         return Result(False, f"the check's process died ({signal.Signals(-returncode).name}) while running your code"
                              + (f"; its last words: {last}" if last else ".") + (f"\n{why(path)}" if why else ""))
-    return Result(False, f"the check's process failed (exit {returncode}):\n{output[-1500:]}")
+    if "Traceback (most recent call last)" in output:  # the check itself failed: a bug of the workbook's
+        return Result(False, f"the check's process failed (exit {returncode}):\n{output[-1500:]}")
+    return Result(False, f"your code ended the check's process with exit code {returncode} before the check could "
+                         "give its verdict (os._exit, or exit() in C++?)"
+                         + (f"; its last words: {last}" if last else ""))

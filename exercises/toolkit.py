@@ -4,6 +4,8 @@ reader's code registered."""
 
 from __future__ import annotations
 
+import ast
+import faulthandler
 import importlib.util
 import re
 from contextlib import contextmanager
@@ -22,6 +24,10 @@ FOLDER = Path(__file__).resolve().parent
 class Result:
     passed: bool
     diagnosis: str = ""
+
+
+class Diagnosis(Exception):
+    """Raised by a tool below with a finished diagnosis: the runner gives its message as the check's verdict."""
 
 
 @dataclass(frozen=True)
@@ -53,12 +59,69 @@ def exercise(exercise_id: str, difficulty: str, on_crash: Callable[[Path], str] 
     return register
 
 
+class Watchdog:
+    """In a check's process (exercises/runner.py): once the reader's code has run `seconds` without the check
+    finishing, write where Python was to `file` and end the process. The clock starts where the reader's code first
+    runs (load_python; load_cpp once the build is done), so no compile counts. faulthandler keeps the time in a C
+    thread of its own: it fires even while a C++ loop holds the GIL."""
+
+    def __init__(self):
+        self.file, self.seconds, self.started = None, 0.0, False
+
+    def arm(self, file, seconds: float) -> None:
+        self.file, self.seconds = file, seconds
+
+    def start(self) -> None:
+        """Start the clock, once: a second call must not give the reader's code its time again."""
+        if self.file is not None and not self.started:
+            self.started = True
+            faulthandler.dump_traceback_later(self.seconds, exit=True, file=self.file)
+
+    def stop(self) -> None:
+        faulthandler.cancel_dump_traceback_later()
+
+
+WATCHDOG = Watchdog()
+
+
 def load_python(path: Path):
     """Import a Python exercise file afresh."""
     spec = importlib.util.spec_from_file_location(f"exercise_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
+    WATCHDOG.start()
     spec.loader.exec_module(module)
     return module
+
+
+def load_cpp(name: str, path: Path, label: str) -> None:
+    """Compile a C++ exercise file into a library called `name` and load it (build.load_sources)."""
+    from helpers import build  # here: it imports torch's cpp_extension, which a notebook's show() and check() never use
+
+    build.load_sources(name, [path], label=label)
+    WATCHDOG.start()
+
+
+def read_literal(path: Path, name: str, what: str, valid: Callable[[object], bool]):
+    """The value of `name = ...` at the top of the reader's file, read with ast.literal_eval, never run: an answer
+    that states a fact (a path, a list of calls) must not be computed with the tools the check itself uses. Raises
+    Diagnosis unless it is written out as `what` and `valid` accepts it."""
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as error:
+        raise Diagnosis(f"Python cannot parse your file (line {error.lineno}): {error.msg}") from None
+    values = [node.value for node in tree.body
+              if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+              or isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == name and node.value]
+    if not values:
+        raise Diagnosis(f"your file sets no {name} at its top level: write it out as {what}")
+    try:
+        value = ast.literal_eval(values[-1])
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise Diagnosis(f"{name} (line {values[-1].lineno} of your file) must be written out as {what}: the check "
+                        "reads it from your file without running your file, so it cannot be computed") from None
+    if not valid(value):
+        raise Diagnosis(f"{name} (line {values[-1].lineno} of your file) must be {what}")
+    return value
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """The notebooks' Jupyter kernel under the test command: ipykernel in a child of the session's fork server
-(forkserver.py), which has imported torch already, instead of a new Python that imports it again (about 4 s of CPU
-per notebook, 2-core AVX2 machine).
+(forkserver.py), which has imported torch already, instead of a new Python that imports it again (seconds of CPU
+per notebook).
 
 nbval starts it through the kernelspec in .jupyter/kernels/workbook-forked/, which the root conftest.py selects;
 JupyterLab (`make lab`) runs the usual python3 kernel. jupyter_client manages this launcher as it would manage the
@@ -20,7 +20,7 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
 
 
 def main(argv: list[str]) -> None:
-    if not os.environ.get(forkserver.VARIABLE):
+    if not (os.environ.get(forkserver.VARIABLE) and forkserver.wanted()):
         os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv])
     program = f"from ipykernel import kernelapp\nkernelapp.launch_new_instance(argv={argv!r})"
     with forkserver.spawn(program, dict(os.environ), os.getcwd(), sys.stdout.fileno(), sys.stderr.fileno()) as kernel:

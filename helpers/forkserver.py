@@ -1,13 +1,17 @@
 """A fork server: one Python that imports torch once and forks a child for each program it is given. A fork costs
-milliseconds; a new Python pays 2.5 s to import torch, 4 s where it then exports, compiles or loads an AOTInductor
-package (2-core AVX2 machine). It serves:
+milliseconds; a new Python spends seconds importing torch, more where it then exports, compiles or loads an AOTInductor
+package. Only the test command runs one: the root conftest.py starts a server per test session and names its socket in
+WORKBOOK_FORKSERVER, which pytest's workers and the notebooks' kernels inherit. Through spawn() and run() it serves
 
-- isolated.run, under the test command. The root conftest.py starts one server per test session and names its socket
-  in WORKBOOK_FORKSERVER, which pytest's workers and the notebooks' kernels inherit. Elsewhere (your JupyterLab)
-  isolated.run starts a new Python. build.load_all compiles its missing layers side by side through it.
-- the exercise checks (exercises/runner.py): the session's server, or else one of the kernel's own, started on the
-  first check (address()).
-- the notebooks' kernels, under the test command (forked_kernel.py).
+- isolated.run (lessons' demonstrations that crash, build.load_all's side-by-side builds, the OpenMP probe);
+- the exercise checks (exercises/runner.py);
+- the notebooks' kernels (forked_kernel.py).
+
+It is a speed-up, never a dependency. WORKBOOK_FORK=0 turns it off: every fresh process is a new Python, and the test
+command passes so too, slower. It is off by default except on Linux (forking a process that has imported torch is
+untested elsewhere; macOS's Python itself starts new processes by spawning). Your JupyterLab runs no server: an
+exercise check there is a new Python. Where WORKBOOK_FORKSERVER names a server that is gone (a variable inherited from
+a test session that ended), spawn() starts a new Python instead.
 
 A child is what `python -c program` would be once the modules in PRELOAD are imported: a process of its own (a crash
 ends only the child), with the caller's environment, working directory, stdout and stderr (tests/test_forkserver.py
@@ -36,9 +40,16 @@ import threading
 import traceback
 import types
 
-VARIABLE = "WORKBOOK_FORKSERVER"
-# torch, and what opcheck, torch.export and AOTInductor's loader import on first use (3.5 s together, here once).
+VARIABLE = "WORKBOOK_FORKSERVER"  # the session's server's socket
+SWITCH = "WORKBOOK_FORK"  # "0": no server, every fresh process a new Python; "1": a server, on any system
+# torch, and what opcheck, torch.export and AOTInductor's loader import on first use (seconds together, here once).
 PRELOAD = ("torch", "torch._dynamo", "torch._functorch.aot_autograd", "torch.export._trace", "torch._inductor.package")
+
+
+def wanted() -> bool:
+    """Whether the test command starts a server: as WORKBOOK_FORK says, else only on Linux."""
+    setting = os.environ.get(SWITCH)
+    return sys.platform == "linux" if setting is None else setting != "0"
 
 
 def start(address: str) -> subprocess.Popen:
@@ -77,45 +88,53 @@ class Child:
         self.close()
 
 
-_own_server: tuple[subprocess.Popen, str] | None = None
+class NewPython(Child):
+    """The same program in a new Python, where there is no server: the same methods, and closing kills it too."""
 
+    def __init__(self, process: subprocess.Popen):
+        self._process = process
+        self.pid = process.pid
 
-def address() -> str:
-    """The test session's server (WORKBOOK_FORKSERVER) or, where there is none (your JupyterLab), one of this
-    process's own, started on the first call; it ends when this process ends (its stdin closes)."""
-    global _own_server
-    if os.environ.get(VARIABLE):
-        return os.environ[VARIABLE]
-    if _own_server is None:
-        socket_path = os.path.join(tempfile.mkdtemp(prefix="workbook-forkserver-"), "socket")
-        _own_server = start(socket_path), socket_path
-    return _own_server[1]
+    def wait(self, timeout: float | None = None) -> int:
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError from None
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
 
 
 def spawn(program: str, env: dict[str, str], cwd: str, stdout: int, stderr: int) -> Child:
-    """Start `program` in a child of the server at address(), writing to the file descriptors `stdout` and
-    `stderr`."""
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.connect(address())
-    except (FileNotFoundError, ConnectionRefusedError) as error:
-        connection.close()
-        raise RuntimeError(f"no fork server at {address()}: the session's ({VARIABLE}) serves only while the test "
-                           "session that started it runs") from error
-    socket.send_fds(connection, [b"\0"], [stdout, stderr])
-    connection.sendall(json.dumps({"program": program, "env": env, "cwd": str(cwd)}).encode() + b"\n")
-    return Child(connection)
+    """Start `program` as `python -c program` would, writing to the file descriptors `stdout` and `stderr`: in a child
+    of the session's server where there is one and WORKBOOK_FORK allows it, else in a new Python."""
+    address = os.environ.get(VARIABLE)
+    if address and wanted():
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(address)
+        except OSError:  # the server is gone: its test session ended
+            connection.close()
+        else:
+            socket.send_fds(connection, [b"\0"], [stdout, stderr])
+            connection.sendall(json.dumps({"program": program, "env": env, "cwd": str(cwd)}).encode() + b"\n")
+            return Child(connection)
+    return NewPython(subprocess.Popen([sys.executable, "-c", program], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                      stdout=stdout, stderr=stderr))
 
 
 def run(program: str, env: dict[str, str], cwd: str, timeout: float) -> subprocess.CompletedProcess:
-    """Run `program` in a child of the server at address(), as subprocess.run would in a new Python."""
+    """Run `program` as subprocess.run(capture_output=True, text=True) would in a new Python: in a child of the
+    session's server where spawn() finds one."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         with spawn(program, env, cwd, out.fileno(), err.fileno()) as child:
             try:
                 returncode = child.wait(timeout)
             except TimeoutError:  # leaving the `with` kills the child
-                raise subprocess.TimeoutExpired(["<forkserver child>"], timeout) from None
-        return subprocess.CompletedProcess(["<forkserver child>"], returncode, _text(out), _text(err))
+                raise subprocess.TimeoutExpired([sys.executable, "-c", program], timeout) from None
+        return subprocess.CompletedProcess([sys.executable, "-c", program], returncode, _text(out), _text(err))
 
 
 def _text(file) -> str:

@@ -4,11 +4,11 @@ builds, toolchain's OpenMP probe). The checkout's absolute path is removed from 
 reads the same on every machine.
 
 Under the test command the process is a child of a fork server that has imported torch already
-(forkserver.py): the same program, the same output, without importing torch twenty times."""
+(forkserver.py): the same program, the same output, without importing torch twenty times. Elsewhere, or with
+WORKBOOK_FORK=0, it is a new Python."""
 
 import os
 import subprocess
-import sys
 import textwrap
 
 from . import forkserver
@@ -25,11 +25,7 @@ def run(code: str, env: dict[str, str] | None = None, timeout: float = 600) -> s
     returns its exit code, stdout and stderr."""
     program = NO_CORE_FILE + textwrap.dedent(code)
     environment = {**os.environ, **(env or {})}
-    if os.environ.get(forkserver.VARIABLE):
-        done = forkserver.run(program, environment, str(REPO), timeout)
-    else:
-        done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                              timeout=timeout, cwd=REPO, env=environment)
+    done = forkserver.run(program, environment, str(REPO), timeout)
     done.stdout = done.stdout.replace(f"{REPO}/", "")
     done.stderr = done.stderr.replace(f"{REPO}/", "")
     return done

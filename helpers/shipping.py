@@ -37,8 +37,10 @@ TORCH_DIR = Path(torch.__file__).resolve().parent
 
 def _hash(files: list[Path], *extra: str, torch_version: str = torch.__version__) -> str:
     """A cache key over the files, their place in the checkout, and torch's version (this process's, or the one
-    a wheel is built with)."""
-    return paths.content_hash(files, torch_version, *extra, *(str(path.relative_to(REPO)) for path in files))
+    a wheel is built with). A file outside the checkout (a wheel, where WORKBOOK_BUILD_DIR names a folder elsewhere)
+    has no place in it: its name and bytes, which content_hash reads, are its key."""
+    places = [str(path.relative_to(REPO)) for path in files if path.is_relative_to(REPO)]
+    return paths.content_hash(files, torch_version, *extra, *places)
 
 
 def _locked(step: str):

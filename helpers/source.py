@@ -2,6 +2,7 @@
 see is the file itself. And csrc's Python files, loaded by path as its C++ files are compiled by path."""
 
 import importlib.util
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -11,15 +12,13 @@ from .paths import CSRC, REPO
 
 
 def show(name: str, block: str | None = None, stop: str | None = None) -> Code:
-    """The file csrc/<name>, or one block of it: from the first line that starts with `block`
-    (indentation aside; with the `template <...>` line above it, if any) to the end of that block (the next line that is a lone `}` or `};`), or, with
-    `stop`, up to the next line that starts with `stop` (indentation aside), that line excluded."""
+    """The file csrc/<name>, or one block of it: from the one line that starts with `block` (indentation aside; with
+    the `template <...>` line above it, if any) to the end of that block (the next line that is a lone `}` or `};`), or,
+    with `stop`, up to the next line that starts with `stop` (indentation aside), that line excluded. `block` must
+    name one line of the file: no line, or several, is an error that lists them."""
     lines = (CSRC / name).read_text().splitlines()
     if block is not None:
-        starts = [i for i, line in enumerate(lines) if line.lstrip().startswith(block)]
-        if not starts:
-            raise ValueError(f"no line of csrc/{name} starts with {block!r}")
-        start = end = starts[0]
+        start = end = _the_line(lines, block, f"csrc/{name}", indented=True)
         while start > 0 and lines[start - 1].lstrip().startswith("template <"):
             start -= 1  # a template's parameters belong to it: the block is pasteable as shown
         if stop is None:
@@ -33,14 +32,25 @@ def show(name: str, block: str | None = None, stop: str | None = None) -> Code:
     return Code("\n".join(lines), language="cpp")
 
 
+def _the_line(lines: list[str], start: str, where: str, indented: bool) -> int:
+    """The index of the one line that starts with `start` as a whole word: "TORCH_LIBRARY" is not the start of
+    "TORCH_LIBRARY_IMPL(...)", and "at::Tensor add(" not that of "at::Tensor add_(". A shared prefix showing the
+    wrong function is the mistake this refuses."""
+    word_end = r"(?!\w)" if re.match(r".*\w$", start) else ""
+    pattern = re.compile(re.escape(start) + word_end)
+    found = [i for i, line in enumerate(lines) if pattern.match(line.lstrip() if indented else line)]
+    if len(found) != 1:
+        listed = "".join(f"\n  line {i + 1}: {lines[i].strip()}" for i in found)
+        raise ValueError(f"{len(found)} lines of {where} start with {start!r}, not one{listed}")
+    return found[0]
+
+
 def python(path: str, start: str, stop: str | None = None) -> Code:
     """Lines of a Python file of the workbook (`path` from the repository's root, e.g.
-    "helpers/python_ops.py"): from the first line that starts with `start` up to the next line that
+    "helpers/python_ops.py"): from the one line that starts with `start` (as for show) up to the next line that
     starts with `stop` (or to the end of the file)."""
     lines = (REPO / path).read_text().splitlines()
-    first = next((i for i, line in enumerate(lines) if line.startswith(start)), None)
-    if first is None:
-        raise ValueError(f"no line of {path} starts with {start!r}")
+    first = _the_line(lines, start, path, indented=False)
     last = next((i for i in range(first + 1, len(lines)) if stop and lines[i].startswith(stop)), len(lines))
     return Code("\n".join(lines[first:last]).strip("\n"), language="python")
 

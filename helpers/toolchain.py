@@ -162,8 +162,8 @@ def toolchain() -> Toolchain:
 
 
 # A precompiled header (g++): the torch headers nearly every layer includes (torch/library.h, ATen's Tensor and
-# Dispatcher; about 5 s of each compile on 2 cores) parsed once per machine into build/extensions/pch_<hash>/, and
-# read by each layer's compile instead (meta.cpp: 8.9 s -> 4.5 s). g++ uses the .gch only where the flags that define
+# Dispatcher; about half of a small layer's compile) parsed once per machine into build/extensions/pch_<hash>/, and
+# read by each layer's compile instead. g++ uses the .gch only where the flags that define
 # macros are the ones it was built with, so it is built with the flags cpp_extension.load passes, and -Winvalid-pch
 # puts any mismatch in the build log. Not for layers with -fopenmp (it defines _OPENMP) or without torch/library.h
 # (the stable-ABI layer must not see ATen), nor for clang (another .gch format). WORKBOOK_PCH=0 turns it off.

@@ -10,7 +10,6 @@ same test command, and is not tested again here:
 A test may still use what a lesson shows, to pin what the lesson cannot show on every machine (test_shipping.py).
 """
 
-import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -26,10 +25,6 @@ from helpers import paths
 
 paths.use_workbook_inductor_cache()  # torch.compile's cache in build/inductor, shared with the lessons
 
-# (major, minor) of the torch under test: a few behaviours differ within the supported range (README).
-# Read from the installed package, not from torch: pytest's main process, which only hands out the work, then never
-# imports torch (2.5 s before its workers can start).
-TORCH = tuple(int(part) for part in importlib.metadata.version("torch").split(".")[:2])
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import TORCH
 from helpers import build, guard, isolated, messages, paths, progress, toolchain
 
 TINY_SOURCE = """#include "tiny.h"
@@ -222,7 +221,7 @@ def test_torchs_headers_need_cpp20_from_torch_2_14(tmp_path, standard):
     include = torch.utils.cpp_extension.include_paths()[0]
     done = subprocess.run([paths.compiler(), f"-std={standard}", "-fsyntax-only", f"-I{include}", str(source)],
                           capture_output=True, text=True)
-    needs_cpp20 = TORCH >= (2, 14)
+    needs_cpp20 = torch.__version__ >= (2, 14)
     if standard == "c++17" and needs_cpp20:
         assert done.returncode != 0 and "strong_ordering" in done.stderr
     else:
@@ -253,7 +252,7 @@ def test_a_cpp_warning_inside_an_op_called_through_torch_ops_is_a_python_warning
         print(len([w for w in caught if issubclass(w.category, UserWarning) and "resized" in str(w.message)]))
         """)
     python_warning = done.stdout.strip() == "1"
-    assert python_warning == (TORCH >= (2, 15)), done.stderr[-2000:]
+    assert python_warning == (torch.__version__ >= (2, 15)), done.stderr[-2000:]
     if not python_warning:  # torch's own line on stderr: messages.warning_in keeps only its words
         words = messages.warning_in(done.stderr, "resized")
         assert words.startswith("An output with one or more elements was resized") and "(function" not in words

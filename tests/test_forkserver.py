@@ -1,6 +1,7 @@
-"""helpers/forkserver.py: a child of the fork server behaves as the new Python isolated.run starts without it. (The
-programs import no torch: each new Python would spend 2.5 s on it. The lessons' demonstrations, which all import it,
-run through the server under nbval, and their stored outputs come from new Pythons: make execute runs no server.)"""
+"""helpers/forkserver.py: a child of the fork server behaves as the new Python isolated.run starts without it, and
+without a server (WORKBOOK_FORK=0, or a server that is gone) every fresh process is a new Python. (The programs import
+no torch, which would cost each new Python seconds. The lessons' demonstrations, which all import it, run through the
+server under nbval, and their stored outputs come from new Pythons: make execute runs no server.)"""
 
 import os
 import signal
@@ -27,6 +28,9 @@ PROGRAMS = {
 }
 
 
+with_the_sessions_server = pytest.mark.skipif(not forkserver.wanted(), reason="WORKBOOK_FORK=0: no fork server")
+
+
 @pytest.fixture
 def new_python(monkeypatch):
     """isolated.run as it runs outside the test command: a new Python each time."""
@@ -37,6 +41,7 @@ def new_python(monkeypatch):
     return run
 
 
+@with_the_sessions_server
 @pytest.mark.parametrize("program", PROGRAMS.values(), ids=PROGRAMS.keys())
 def test_a_child_of_the_server_gives_what_a_new_python_gives(program, new_python):
     assert os.environ.get(forkserver.VARIABLE), "the root conftest.py starts a server for the session"
@@ -69,12 +74,14 @@ def gone(pid: int, within: float = 10) -> bool:
     return False
 
 
+@with_the_sessions_server
 def test_a_child_whose_client_is_gone_is_killed():
     child = forkserver.spawn("import time; time.sleep(60)", dict(os.environ), os.getcwd(), 1, 2)
     child.close()
     assert gone(child.pid)
 
 
+@with_the_sessions_server
 def test_the_forked_kernel_runs_is_interrupted_and_ends_with_its_launcher():
     """helpers/forked_kernel.py, as nbval starts it (the root conftest.py names its kernelspec)."""
     manager, client = start_new_kernel(kernel_name="workbook-forked")
@@ -100,6 +107,7 @@ def test_the_forked_kernel_runs_is_interrupted_and_ends_with_its_launcher():
         manager.cleanup_resources()
 
 
+@with_the_sessions_server
 def test_the_server_outlives_an_interrupt_and_its_children_are_interruptible(monkeypatch, tmp_path):
     # A Jupyter kernel's interrupt or shutdown, or Ctrl-C, signals the whole process group: the reader's server must
     # go on serving (it used to print a KeyboardInterrupt traceback and die), and a program it runs must still get
@@ -117,3 +125,38 @@ def test_the_server_outlives_an_interrupt_and_its_children_are_interruptible(mon
     finally:
         server.stdin.close()
         server.wait(timeout=60)
+
+
+def preloaded(run) -> str:
+    """Whether the process that ran a program had imported torch before it: a child of the server has."""
+    return run("import sys; print('torch' in sys.modules)").stdout
+
+
+@with_the_sessions_server
+def test_with_fork_0_every_fresh_process_is_a_new_python(monkeypatch):
+    assert preloaded(isolated.run) == "True\n"
+    monkeypatch.setenv(forkserver.SWITCH, "0")
+    assert preloaded(isolated.run) == "False\n"
+    with pytest.raises(subprocess.TimeoutExpired):
+        isolated.run("import time; time.sleep(60)", timeout=1)
+    child = forkserver.spawn("import time; time.sleep(60)", dict(os.environ), os.getcwd(), 1, 2)
+    child.close()
+    assert gone(child.pid, within=1)  # killed and reaped by close()
+
+
+def test_a_server_that_is_gone_is_bypassed(monkeypatch, tmp_path):
+    # A variable inherited from a test session that ended: a new Python runs the program, nothing to decode.
+    monkeypatch.setenv(forkserver.VARIABLE, str(tmp_path / "socket"))
+    assert preloaded(isolated.run) == "False\n"
+
+
+@pytest.mark.parametrize(("system", "switch", "wanted"), [("linux", None, True), ("darwin", None, False),
+                                                           ("win32", None, False), ("linux", "0", False),
+                                                           ("darwin", "1", True)])
+def test_the_server_is_wanted_on_linux_unless_the_switch_says_otherwise(monkeypatch, system, switch, wanted):
+    monkeypatch.setattr(forkserver.sys, "platform", system)
+    if switch is None:
+        monkeypatch.delenv(forkserver.SWITCH, raising=False)
+    else:
+        monkeypatch.setenv(forkserver.SWITCH, switch)
+    assert forkserver.wanted() is wanted

@@ -1,18 +1,25 @@
-"""Exercise 06.vmap_rule (hard): a batching rule that calls the kernel once.
+"""Exercise 06.vmap_rule (hard): a batching rule that calls the kernel once, for two inputs.
 
-`exercise::rowsum(Tensor x) -> Tensor` sums each row of a 2-D tensor (shape (n, m) -> (n,)); its kernel accepts
-2-D tensors only, of any dtype. torch.vmap over a batch of matrices, shape (B, n, m), needs a rule. The rule
-below is correct, but calls the kernel once per matrix, like vmap's fallback loop. Make it call the kernel once for
-the whole batch.
+`exercise::rowdot(Tensor x, Tensor y) -> Tensor` takes two 2-D tensors of the same shape (n, m) and dtype, any dtype,
+and returns the dot product of each row of x with the same row of y, shape (n,): (x * y).sum(1). Its kernel accepts
+nothing else. torch.vmap over it needs a rule. The rule below is correct, but calls the kernel once per example, like
+vmap's fallback loop. Make it call the kernel once for the whole batch, whichever inputs are batched.
 
-A rule gets `in_dims` (which dimension of x is the batch) and returns (result, the batch dimension of the result).
+A rule gets `in_dims`, one entry per input: the dimension of that input that holds the batch, or None where the input
+has no batch (the same x, or y, for every example). `info.batch_size` is the batch's size B. It returns (result, the
+batch dimension of the result). The check vmaps with each input batched in any dimension or not at all, over any
+strides, an empty batch, empty rows, float64 and int64 values, and counts the kernel's calls.
 """
 
 import torch
 
 
-def rowsum_rule(info, in_dims, x):
-    rowsum = torch.ops.exercise.rowsum.default
-    batch = x.movedim(in_dims[0], 0)  # (B, n, m)
-    size, n, m = batch.shape
-    return rowsum(batch.reshape(size * n, m)).reshape(size, n), 0  # B matrices of n rows: one matrix of B * n rows
+def rowdot_rule(info, in_dims, x, y):
+    rowdot = torch.ops.exercise.rowdot.default
+    size = info.batch_size
+    # Each input as B matrices, (B, n, m): a batched one with its batch moved first, one with no batch expanded to B
+    # copies of itself (a view: no memory yet). Row i of example b is then row b * n + i of both, as reshape lays the
+    # B matrices end to end: one matrix of B * n rows each (reshape copies where the strides do not allow a view).
+    xs, ys = (t.movedim(dim, 0) if dim is not None else t.expand(size, *t.shape) for t, dim in zip((x, y), in_dims))
+    _, n, m = xs.shape
+    return rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), 0

@@ -1,16 +1,28 @@
 """Exercise 08.stable_autograd (hard): what the stable ABI could not give workbook_stable::add, from Python.
 
 workbook_stable::add (csrc/stable/add.cpp, loaded for you as the JIT "stable" layer) has a CPU kernel only: the
-stable API of torch 2.10 has no Meta kernel helpers and no autograd::Function (lesson 08, section 2). Give it, from
-Python, a fake kernel (what its CPU kernel returns, without data) and a backward (setup_context and backward, for
-torch.library.register_autograd). The check runs opcheck and gradcheck with every combination of requires_grad, on
-contiguous and on transposed inputs.
+stable API of torch 2.10 has no Meta kernel helpers, no SymInt and no autograd::Function (lesson 08, section 2). Give
+it, from Python:
+- a fake kernel: what its CPU kernel returns, without data (shape, dtype, device, strides), for every dtype and layout
+  the CPU kernel takes, on fake tensors with symbolic sizes (kept symbolic: torch.compile(dynamic=True) and export with
+  a Dim) and on meta tensors; and, as the workbook's C++ Meta kernels do, refusing with an error every call the CPU
+  kernel refuses (read its checks), so that torch.compile and torch.export refuse while tracing what eager refuses;
+- a backward (setup_context and backward, for torch.library.register_autograd).
+The check runs opcheck on every dtype the CPU kernel takes, with every combination of requires_grad, on contiguous,
+transposed, expanded and empty inputs; gradcheck; the fake kernel on meta and on symbolic-size fake tensors; and calls
+the CPU kernel refuses, on meta tensors.
 """
 
 import torch
 
+SUPPORTED = (torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloat16, torch.float16)  # add.cpp's
+
 
 def fake(self, other):
+    # add.cpp's checks, as torch._check: on symbolic sizes it compares the symbols, and fixes no size to a number.
+    torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype {self.dtype}")
+    torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
+    torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
     return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and device
 
 

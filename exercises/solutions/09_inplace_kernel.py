@@ -1,26 +1,36 @@
-"""Exercise 09.inplace_kernel (hard): an in-place kernel for the device.
+"""Exercise 09.inplace_kernel (hard): a kernel that writes into its argument: mul's out= form, on the device.
 
-Lesson 09's device has no kernel of its own for `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
-Write one in Python: the check registers `mul_` below at the device's key (PrivateUse1), in place of aten's
-structured kernel, as lesson 09, section 7 registers one for add_. On the device, it must:
-- write self * other into `self` itself (its own memory, whatever its strides; `other` may broadcast) and return
-  `self`;
-- accept a 0-dim CPU tensor as `other` (a scalar, as aten's kernels do), and refuse any other CPU tensor with a
-  RuntimeError that names `other`: once your kernel replaces aten's, nothing else checks (section 7);
-- refuse, with a RuntimeError, a product whose type `self` cannot hold (an integer `self` times a float `other`), as
-  aten's in-place operators do (torch.can_cast);
-- let gradients flow (torch's autograd kernel for mul_ runs above yours).
-Any torch operator may be called inside.
+Lesson 09's device has no kernel of its own for `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) ->
+Tensor(a!)`: the fallback serves it. Write one in Python: the check registers `mul_out` below at the device's key
+(PrivateUse1), in place of aten's, as lesson 09, section 7 registers one for add_. Once yours replaces aten's, nothing
+else checks, converts or resizes anything (section 7). As aten's out= kernels do, on the device it must:
+- write self * other into `out` itself (its own memory, whatever its strides) and return `out`; `self` and `other`
+  broadcast, and `out` may be `self` or `other` itself; an `out` of another shape (an empty one, say) is resized to
+  the product's shape;
+- compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a
+  RuntimeError, a product that `out`'s dtype cannot hold (a float product into an integer `out`);
+- accept a 0-dim CPU tensor as `self` or `other` (a scalar), and refuse any other CPU tensor, `out` included, with a
+  RuntimeError that names the argument;
+- leave every argument as it was when it refuses a call, and leave `self` and `other` as they were, unless one of
+  them is `out`.
+The check calls it on each of these cases, compares with aten's own mul on the CPU, and makes sure thread-local state
+is as it was after each call. Any torch operator may be called inside (on the device, `*` runs a kernel of ours).
 """
 
 import torch
 
 
-def mul_(self, other):
-    # Our mul kernel below would refuse a CPU `other` too; this check keeps the contract whatever computes the product.
-    if other.device != self.device and not (other.is_cpu and other.dim() == 0):
-        raise RuntimeError(f"mul_: `other` is on {other.device}, `self` on {self.device}")
-    if not torch.can_cast(torch.result_type(self, other), self.dtype):
-        raise RuntimeError(f"mul_: the product's type {torch.result_type(self, other)} can't be cast to {self.dtype}")
-    self.copy_(self * other)  # self * other: our mul kernel; copy_ writes the product into self's own memory
-    return self
+def mul_out(self, other, *, out):
+    # Every check before anything is written: a refused call leaves its arguments as they were.
+    for name, tensor in (("self", self), ("other", other), ("out", out)):
+        if tensor.is_cpu and (name == "out" or tensor.dim() > 0):  # a 0-dim CPU self or other is a scalar
+            raise RuntimeError(f"mul.out: `{name}` is on the CPU; every tensor argument must be on the device")
+    computed_in = torch.result_type(self, other)
+    if not torch.can_cast(computed_in, out.dtype):
+        raise RuntimeError(f"mul.out: the product's type {computed_in} can't be cast to `out`'s {out.dtype}")
+    # Our mul kernel, in the promoted dtype, into a new tensor: out may be self or other, read here before written.
+    product = self * other
+    if out.shape != product.shape:
+        out.resize_(product.shape)  # our resize_ kernel: out's own storage, grown
+    out.copy_(product)  # our _copy_from: into out's memory, by its strides, converted to its dtype
+    return out

@@ -1,0 +1,65 @@
+"""exercises/runner.py: what a check says when the reader's code ends the check's process, or never returns. Each
+answer here is a tiny file that does only that."""
+
+import time
+
+import exercises
+from exercises import runner
+from helpers import paths
+
+# 02.meta_kernel's operator, with kernels that never return. A volatile read each turn: a loop without side effects
+# is undefined behaviour in C++, which the compiler may assume ends.
+LOOPING_CPP = """\
+#include <ATen/core/Tensor.h>
+#include <torch/library.h>
+
+namespace {
+volatile bool forever = true;
+
+at::Tensor outer(const at::Tensor& a, const at::Tensor&) {
+  while (forever) {
+  }
+  return a;
+}
+}  // namespace
+
+TORCH_LIBRARY(exercise02, m) { m.def("outer(Tensor a, Tensor b) -> Tensor"); }
+TORCH_LIBRARY_IMPL(exercise02, CPU, m) { m.impl("outer", outer); }
+TORCH_LIBRARY_IMPL(exercise02, Meta, m) { m.impl("outer", outer); }
+"""
+
+
+def test_an_exit_in_the_readers_code_names_its_code_and_line(tmp_path):
+    answer = tmp_path / "01_schema.py"
+    answer.write_text('import sys\n\nsys.exit(3)\nSCHEMA = "scale_(Tensor(a!) x) -> ()"\n')
+    result = exercises.run_check("01.schema", answer)
+    assert not result.passed and result.diagnosis.startswith("your code exited with code 3 (line 3 of your file)")
+
+
+def test_an_exit_past_python_names_its_code(tmp_path):
+    answer = tmp_path / "01_schema.py"
+    answer.write_text("import os\n\nos._exit(3)\n")
+    result = exercises.run_check("01.schema", answer)
+    assert not result.passed and result.diagnosis.startswith("your code ended the check's process with exit code 3")
+
+
+def test_a_loop_in_python_is_reported_after_the_running_limit_with_its_line(tmp_path):
+    answer = tmp_path / "01_schema.py"
+    answer.write_text("n = 0\nwhile True:\n    n += 1\n")
+    start = time.monotonic()
+    result = runner.run("01.schema", answer, running_limit=2)
+    assert result.diagnosis == ("your code ran for 2 s without finishing (it was at line 3 of your file): does it "
+                                "loop forever?")
+    assert time.monotonic() - start < 30
+
+
+def test_a_loop_in_cpp_is_reported_and_its_compile_is_not_counted():
+    # The C++ loop holds the GIL: only a timer outside Python can end it. Cold, the compile alone takes longer than
+    # the limit: the clock starts once the library is built. The same path on every run, so that a warm run finds
+    # the library built (ninja rebuilds a library whose source path changed).
+    answer = paths.BUILD / "runner_tests" / "02_meta_kernel.cpp"
+    answer.parent.mkdir(parents=True, exist_ok=True)
+    if not answer.exists() or answer.read_text() != LOOPING_CPP:
+        answer.write_text(LOOPING_CPP)
+    result = runner.run("02.meta_kernel", answer, running_limit=2)
+    assert result.diagnosis == "your code ran for 2 s without finishing: does it loop forever?"

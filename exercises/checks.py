@@ -1127,7 +1127,7 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype):
 
 @exercise("05.autocast_guard", "hard", on_crash=_autocast_guard_crash)
 def autocast_guard(path: Path) -> Result:
-    build.load_sources("exercise05_sum_squares", [path], label="your 05_autocast_guard.cpp")
+    load_cpp("exercise05_sum_squares", path, label="your 05_autocast_guard.cpp")
     if not hasattr(torch.ops.exercise05, "sum_squares"):
         return Result(False, "your file defines no exercise05::sum_squares, the operator the task gives you. A copy of "
                              "an earlier version of this exercise? start() keeps a copy it finds: delete yours from "

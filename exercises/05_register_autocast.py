@@ -4,8 +4,9 @@
 Inside torch.autocast("cpu"), a model calls it with a float32 activation and a bfloat16 weight, and it raises.
 Make autocast cast both inputs to bfloat16 before the kernel runs. `lib` is the torch.library.Library to register
 with: the registration must live in it, so that the check can remove it again (lesson 05, section 7). The check calls
-mm2 five times in one region (float32 and bfloat16 inputs in either order, two float32 ones, two float64 ones and two
-int64 ones, which autocast leaves as they are), and once after it, and records the dtypes its CPU kernel receives.
+mm2 six times in one region (float32 and bfloat16 inputs in either order, two float32 ones, a float32 and a float16
+one, two float64 ones and two int64 ones, which autocast leaves as they are), once after it, and once in a second
+region after writing into a float32 weight; it records the dtypes its CPU kernel receives and compares the results.
 """
 
 import torch

@@ -354,6 +354,17 @@ MISTAKES = [
                     '    below = torch._C._after_autograd_keyset\n'
                     '    lib.impl("count_odd", lambda keyset, x: op.redispatch(torch._C._dispatch_keys(x) & below, '
                     'x),\n             "Autograd", with_keyset=True)\n')]),
+    Mistake('03.fallthrough', 'own_library', "the fallthrough on a Library of the file's own, not on lib",
+            expect="your fallthrough outlives the Library you were given",
+            edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
+                    '    global own\n'
+                    '    own = torch.library.Library("exercise", "FRAGMENT")\n'
+                    '    own.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n')]),
+    Mistake('03.fallthrough', 'fallback_mode_left', 'the fallthrough, and the autograd fallback silenced for all',
+            expect="register changed torch's autograd fallback mode from 'warn' to 'nothing'",
+            edits=[('    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n',
+                    '    torch._C._set_autograd_fallback_mode("nothing")\n'
+                    '    lib.impl("count_odd", torch.library.fallthrough_kernel, "Autograd")\n')]),
     # 03.inplace_autograd
     Mistake('03.inplace_autograd', 'calls_itself', 'forward calls the operator from the top, back into this kernel',
             expect='RecursionError',
@@ -468,6 +479,15 @@ MISTAKES = [
             expect="the precision of float32, not of x's float64",
             edits=[('    return grad * 3 * x * x\n',
                     '    return (grad.float() * 3 * x.float() * x.float()).to(x.dtype)\n')]),
+    Mistake('04.backward', 'through_log', 'x ** 2 as exp(2 log |x|): right at 0, but its own derivative there is nan',
+            expect="your backward's own derivative is not finite where x is 0",
+            edits=[('    return grad * 3 * x * x\n', '    return grad * 3 * torch.exp(2 * torch.log(x.abs()))\n'),
+                   ('def setup_context(ctx, inputs, output):\n',
+                    'import torch\n\n\ndef setup_context(ctx, inputs, output):\n')]),
+    Mistake('04.backward', 'square_cached', 'x * x kept on x itself for later calls: stale once x is changed in place',
+            expect='then a fresh forward and backward on it',
+            edits=[('    return grad * 3 * x * x\n',
+                    '    return grad * 3 * x.__dict__.setdefault("square", x * x)\n')]),
     # 04.redispatch
     Mistake('04.redispatch', 'cpu_only', "a redispatch straight to CPU, whatever the tensor's device",
             expect='on a meta tensor',
@@ -512,6 +532,20 @@ MISTAKES = [
     Mistake('04.redispatch', 'computes_itself', "the result computed in forward, past the operator's kernels",
             expect="none of scale2's kernels below autograd ran",
             edits=[(SCALE2_REDISPATCH, '        return 2 * x\n')]),
+    Mistake('04.redispatch', 'autograd_cpu_removed', "AutogradCPU removed from the keyset: a nested tensor's key stays",
+            expect="this tensor's Autograd key is AutogradNestedTensor",
+            edits=[(SCALE2_REDISPATCH,
+                    '        return op.redispatch(keyset.remove(torch._C.DispatchKey.AutogradCPU), x)\n')]),
+    Mistake('04.redispatch', 'after_autograd_cpu', "the keys after AutogradCPU: AutogradOther, below it, stays",
+            expect="this tensor's Autograd key is AutogradOther",
+            edits=[(SCALE2_REDISPATCH,
+                    '        below = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.AutogradCPU)\n'
+                    '        return op.redispatch(keyset & below, x)\n')]),
+    Mistake('04.redispatch', 'modes_disabled', "the right keyset, handed on with torch's Python dispatch turned off",
+            expect='your guard turned the Python dispatch keys off for the call',
+            edits=[(SCALE2_REDISPATCH,
+                    '        with torch._C._DisableTorchDispatch():\n'
+                    '    ' + SCALE2_REDISPATCH)]),
     # 05.autocast_guard
     Mistake('05.autocast_guard', 'autocast_alias', 'the guard excludes DispatchKey::Autocast, which in C++ means '
             'AutocastCUDA', expect='AutocastCUDA',
@@ -527,6 +561,19 @@ MISTAKES = [
                    'thread-local exclude set had changed (gained AutocastCPU)',
             edits=[(SUM_SQUARES_GUARD,
                     '  c10::impl::tls_set_dispatch_key_excluded(c10::DispatchKey::AutocastCPU, true);\n')]),
+    Mistake('05.autocast_guard', 'excluded_by_hand', 'AutocastCPU excluded by hand and put back by hand, not by a '
+            'guard: an error in between leaves it excluded', expect='a call the CPU kernel refuses (xs of shapes [4] '
+            'and [3]), its error raised through your kernel',
+            edits=[(SUM_SQUARES_GUARD,
+                    '  c10::impl::tls_set_dispatch_key_excluded(c10::DispatchKey::AutocastCPU, true);\n'),
+                   (SUM_SQUARES_CALL,
+                    '  at::Tensor out = op.call(cast, scale ? std::optional<at::Tensor>(to_float32(*scale)) : '
+                    'std::nullopt);\n'
+                    '  c10::impl::tls_set_dispatch_key_excluded(c10::DispatchKey::AutocastCPU, false);\n'
+                    '  return out;\n')]),
+    Mistake('05.autocast_guard', 'detached_cast', 'each input detached, then cast: the casts are cut off the graph',
+            expect="the tensors your kernel handed on were cut off xs' graph",
+            edits=[(SUM_SQUARES_CAST, SUM_SQUARES_CAST.replace("t.to(at::kFloat)", "t.detach().to(at::kFloat)"))]),
     Mistake('05.autocast_guard', 'static_guard', 'a static guard: built on the first call, never destroyed',
             expect='the thread-local exclude set had changed (gained AutocastCPU)',
             edits=[(SUM_SQUARES_GUARD, '  static' + SUM_SQUARES_GUARD[1:])]),
@@ -636,6 +683,34 @@ MISTAKES = [
                     ('    def autocast_kernel(a, b):\n'
                      '        torch.set_autocast_enabled("cpu", False)\n'
                      '        return torch.ops.exercise.mm2(a.to(torch.bfloat16), b.to(torch.bfloat16))\n\n'
+                     '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
+    Mistake('05.register_autocast', 'own_library', "register_autocast into a Library of the file's own, not lib",
+            expect='the registration is not in `lib`',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    global own\n'
+                     '    own = torch.library.Library("exercise", "IMPL")\n'
+                     '    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=own)\n'))]),
+    Mistake('05.register_autocast', 'float32_only', 'a kernel of its own that casts float32 inputs only, not float16',
+            expect="mm2's CPU kernel received bfloat16 and float16",
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    def autocast_kernel(a, b):\n'
+                     '        a, b = (t.to(torch.bfloat16) if t.dtype == torch.float32 else t for t in (a, b))\n'
+                     '        no_autocast = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)\n'
+                     '        with torch._C._ExcludeDispatchKeyGuard(no_autocast):\n'
+                     '            return torch.ops.exercise.mm2(a, b)\n\n'
+                     '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
+    Mistake('05.register_autocast', 'casts_kept', "a kernel of its own that keeps each input's cast by address",
+            expect='the result is the product of the weight as it was before the write',
+            edits=[('    torch.library.register_autocast("exercise::mm2", "cpu", torch.bfloat16, lib=lib)\n',
+                    ('    casts = {}\n\n'
+                     '    def cast(t):\n'
+                     '        if not t.is_floating_point() or t.dtype == torch.float64:\n'
+                     '            return t\n'
+                     '        return casts.setdefault((t.data_ptr(), t.shape, t.dtype), t.to(torch.bfloat16))\n\n'
+                     '    def autocast_kernel(a, b):\n'
+                     '        no_autocast = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)\n'
+                     '        with torch._C._ExcludeDispatchKeyGuard(no_autocast):\n'
+                     '            return torch.ops.exercise.mm2(cast(a), cast(b))\n\n'
                      '    lib.impl("mm2", autocast_kernel, "AutocastCPU")\n'))]),
     # 06.fake_kernel
     Mistake('06.fake_kernel', 'default_dtype', 'the right shape, in the default dtype and device',

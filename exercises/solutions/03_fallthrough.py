@@ -4,7 +4,9 @@
 registered for you. Integers have no gradient, so autograd has nothing to do for it, yet every call goes through
 torch's autograd fallback, on every device. Make the dispatcher skip autograd for it, on every backend (lesson 03),
 and leave its kernels below autograd as they are. `lib` is the torch.library.Library("exercise", "FRAGMENT") to
-register with. The check calls it on CPU and meta tensors, and reads its dispatch table at every backend's Autograd key.
+register with: the registration must live in it, and change nothing else (torch's process-wide autograd fallback
+mode included). The check calls it on CPU and meta tensors, reads its dispatch table at every backend's Autograd key,
+and destroys `lib`, after which the table must be as it was.
 """
 
 import torch

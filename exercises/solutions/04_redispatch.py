@@ -5,7 +5,8 @@ kernel is written in Python (below, registered at the Autograd key with the call
 how, in C++ and in Python). As written, Scale2's forward calls the operator again, and the call comes back to the
 Autograd kernel, forever. Fix forward so that the call runs the operator's kernels below autograd, once, on the call's
 own backend. The check calls it on CPU, meta and sparse tensors, with and without requires_grad, twice, and inside a
-TorchDispatchMode, which must see the call; each call must leave the thread's dispatch state as it found it.
+TorchDispatchMode, which must see the call; then on a nested and an mkldnn tensor, whose Autograd keys are not a
+backend's (lesson 03, section 2). Each call must leave the thread's dispatch state as it found it.
 """
 
 import torch

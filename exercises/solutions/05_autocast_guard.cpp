@@ -4,13 +4,15 @@
 // when there is one, from a raw loop (its CPU kernel) that accumulates in its inputs' dtype and refuses two dtypes;
 // the check gives it a backward from Python. In bfloat16 each partial sum keeps 8 bits, and in float16 a square above
 // 65504 overflows, so inside torch.autocast("cpu") it must run in float32 (the float32 policy: lesson 05, section 7
-// and summary). Write its AutocastCPU kernel: cast every eligible input (lesson 05, section 2: which tensors autocast
-// casts), every tensor of xs and scale when there is one, to float32, and call the operator again through the
-// dispatcher, so that every layer below autocast (autograd, then the CPU kernel) still runs. As written, it calls the
-// operator again as it is: run the check to see what happens (it runs in a process of its own). The check calls it
-// twice in one region (float32, bfloat16 and float16 inputs without scale; bfloat16 ones with a bfloat16 scale), once
-// on float64 inputs in the region and once after it, records the dtypes the layers below autocast receive, checks the
-// gradients, and compares the thread-local include and exclude sets before and after each call.
+// and summary). Write its AutocastCPU kernel, in C++ as lesson 05, section 2 shows: cast every eligible input (section
+// 2: which tensors autocast casts), every tensor of xs and scale when there is one, to float32, and call the operator
+// again through the dispatcher, so that every layer below autocast (autograd, then the CPU kernel) still runs. Either
+// include ATen/autocast_mode.h and use its cast, or write the eligibility rule by hand (section 2, "The build", says
+// what the include costs). As written, it calls the operator again as it is: run the check to see what happens (it
+// runs in a process of its own). The check calls it twice in one region (float32, bfloat16 and float16 inputs without
+// scale; bfloat16 ones with a bfloat16 scale), once on float64 inputs in the region, once with shapes the CPU kernel
+// refuses, and once after the region; it records the dtypes the layers below autocast receive, checks the gradients,
+// and compares the thread-local include and exclude sets before and after each call, the refused one included.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>

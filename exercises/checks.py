@@ -1127,32 +1127,91 @@ def layer_cost(path: Path) -> Result:
 # 08: shipping
 
 
+_AOTI_CALLS = ("lesson 08's model on 5 rows", "a second model (other weights) on 3 rows")
+
+
 @exercise("08.load_before_aoti", "easy")
 def load_before_aoti(path: Path) -> Result:
-    site = shipping.install(shipping.build_wheel())
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+
+    from helpers import paths
+
+    from .toolkit import WATCHDOG
+
+    installed = shipping.install(shipping.build_wheel())
     build.load_all("schemas", "cpu", "meta", "composite")
-    model, model_pt2 = shipping.mlp_package()
-    x = torch.randn(5, 32, generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        expected = model(x)
-    io = shipping.SHIPPING / f"exercise_08_io_{path.stem}.pt"
-    torch.save({"x": x, "expected": expected}, io)
-    printed = shipping.run_python(f"""
-        import importlib.util, torch
-        spec = importlib.util.spec_from_file_location("answer", {str(path)!r})
-        answer = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(answer)
-        io = torch.load({str(io)!r})
-        print("same as eager:", torch.allclose(answer.run({str(model_pt2)!r}, io["x"]), io["expected"], atol=1e-6))
-    """, site, check=False)
-    # The verdict, or the error that ended the fresh Python: not the log lines torch may print on the way (a CUDA
-    # build of torch on a machine without a GPU logs "No CUDA runtime is found" when cpp_extension is imported).
-    lines = [line for line in printed.splitlines() if line.startswith("same as eager:") or "Error" in line]
-    last = lines[-1] if lines else "(nothing printed)"
-    if last == "same as eager: True":
-        return Result(True, last)
-    return Result(False, f"in the fresh Python: {last}\nLook again at lesson 08, 'From a fresh Python': what the "
-                         "package holds of the operators it calls, and what it does not.")
+    generator = torch.Generator().manual_seed(1)
+    models = [shipping.mlp_package(seed) for seed in range(len(_AOTI_CALLS))]
+    calls = []  # (the .pt2 file, x, every model's output for x): a wrong output may be another model's
+    for (_, model_pt2), rows in zip(models, (5, 3)):
+        x = torch.randn(rows, 32, generator=generator)
+        with torch.no_grad():
+            calls.append((str(model_pt2), x, [model(x) for model, _ in models]))
+    hint = "\nLook again at lesson 08, 'From a fresh Python'"
+    # The package where pip would put it on another machine: in a folder of its own, not where lesson 08 put it, so
+    # that a library loaded by its path in the workbook's build folder is told apart from the installed one's.
+    with tempfile.TemporaryDirectory(prefix="workbook_08_") as elsewhere:
+        site = shutil.copytree(installed, Path(elsewhere) / "site-packages")
+        torch.save(calls, Path(elsewhere) / "calls.pt")
+        program = f"""
+            import importlib.util, json, os, torch
+            os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"  # as lesson 08 advises where inputs come from outside
+            spec = importlib.util.spec_from_file_location("answer", {str(path)!r})
+            answer = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(answer)
+            for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
+                print("CALLING", n)
+                out = answer.run(model_pt2, x)
+                same = [isinstance(out, torch.Tensor) and out.shape == output.shape and torch.allclose(out, output,
+                        atol=1e-6) for output in outputs]
+                print("CALLED", json.dumps({{"n": n, "same": same, "grad_mode": torch.is_grad_enabled()}}))
+            mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
+            libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
+            build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
+            print("FROM THE BUILD", json.dumps(sorted(p for p in libraries if os.path.realpath(p).startswith(build))))
+        """
+        limit = WATCHDOG.seconds or 600  # the runner's limit on the reader's code: torch's import is in it too
+        try:
+            printed = shipping.run_python(program, Path(site), check=False, timeout=limit)
+        except subprocess.TimeoutExpired:
+            return Result(False, f"in the fresh Python, your code ran for {limit:.0f} s without finishing: does it "
+                                 "loop forever?")
+    lines = printed.splitlines()
+    started = [int(line.split()[1]) for line in lines if line.startswith("CALLING ")]
+    done = [json.loads(line.removeprefix("CALLED ")) for line in lines if line.startswith("CALLED ")]
+    from_build = [json.loads(line.removeprefix("FROM THE BUILD ")) for line in lines
+                  if line.startswith("FROM THE BUILD ")]
+    if not from_build:  # it raised, or ended: the error that ended the fresh Python, not the log lines torch may print
+        # on the way (a CUDA build of torch on a machine without a GPU logs "No CUDA runtime is found")
+        errors = [line for line in lines if "Error" in line]
+        when = f"run() on {_AOTI_CALLS[started[-1]]}" if started else "your file, as it was loaded"
+        last = errors[-1] if errors else "(nothing printed)"
+        where = (" (the check sets AOTI_RUNTIME_CHECK_INPUTS=1, as the lesson advises): which batch sizes the compiled "
+                 "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
+                 "what it does not")
+        return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
+    for call in done:
+        what = f"run() on {_AOTI_CALLS[call['n']]}"
+        if not call["same"][call["n"]]:
+            other = [_AOTI_CALLS[n].split(" on ")[0] for n, same in enumerate(call["same"]) if same]
+            got = (f" returned what {other[0]} gives, the model of an earlier call: each call names the .pt2 file "
+                   "whose model it runs" if other else " did not return the model's output")
+            return Result(False, f"in the fresh Python, {what}{got}.{hint}.")
+        if not call["grad_mode"]:
+            return Result(False, f"in the fresh Python, grad mode was off after {what}, where it was on before: code "
+                                 "that changes thread-local state must restore it, or the caller's later code (its "
+                                 "training, say) runs changed (lesson 00, section 2).")
+    if from_build[0]:
+        build_folder = paths.BUILD.resolve()
+        shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]
+        more = f" (and {len(shown) - 1} more)" if len(shown) > 1 else ""
+        return Result(False, f"in the fresh Python, your code loaded {shown[0]}{more} from the workbook's build "
+                             "folder: a production machine has none, only the package where pip installed it (here, in "
+                             f"a folder of its own).{hint}.")
+    return Result(True, "same as eager, for both models; grad mode as it was; the operators from the installed package")
 
 
 def _stable_add_opcheck_cases() -> list[tuple]:

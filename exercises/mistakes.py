@@ -63,6 +63,9 @@ STABLE_CHECKS = """\
     torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
     torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
 """  # 08.stable_autograd's solution, as mistakes edit it
+# 08.load_before_aoti's solution, likewise
+AOTI_IMPORT = "    import workbook_ops  # noqa: F401 - registers the operators the package calls by name\n"
+AOTI_RUN = "    model = torch._inductor.aoti_load_package(model_pt2)\n    return model(x)\n"
 VMAP_INPUTS = ('    xs, ys = (t.movedim(dim, 0) if dim is not None else t.expand(size, *t.shape) for t, dim in '
                'zip((x, y), in_dims))\n')  # 06.vmap_rule's solution, likewise
 VMAP_RETURN = 'rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), 0'
@@ -638,6 +641,28 @@ MISTAKES = [
             (('    model = torch._inductor.aoti_load_package(model_pt2)\n'
               '    return model(x)\n'),
              '    return torch._inductor.aoti_load_package(model_pt2)(x)\n')]),
+    Mistake('08.load_before_aoti', 'model_loaded_once', "the first call's model kept and run for every later file (a "
+            "learner's run passed it)", expect="returned what lesson 08's model gives, the model of an earlier call",
+            edits=[('def run(model_pt2: str, x: torch.Tensor) -> torch.Tensor:\n',
+                    'loaded = None\n\n\ndef run(model_pt2: str, x: torch.Tensor) -> torch.Tensor:\n'
+                    '    global loaded\n'),
+                   (AOTI_RUN, ('    if loaded is None:  # loading a package takes time: once\n'
+                               '        loaded = torch._inductor.aoti_load_package(model_pt2)\n'
+                               '    return loaded(x)\n'))]),
+    Mistake('08.load_before_aoti', 'library_from_the_build', "the operators' library loaded by its path in the build "
+            "folder, where lesson 08 installed it (a learner's run passed it)",
+            expect="your code loaded build/shipping/site_",
+            edits=[(AOTI_IMPORT, ('    import glob, os\n\n'
+                                  '    build = os.environ.get("WORKBOOK_BUILD_DIR", "build")\n'
+                                  '    sites = glob.glob(f"{build}/shipping/site_*/workbook_ops/_C*.so")\n'
+                                  '    torch.ops.load_library(max(sites, key=os.path.getmtime))\n'))]),
+    Mistake('08.load_before_aoti', 'grad_mode_left_off', "grad mode turned off for inference, and never restored (a "
+            "learner's run passed it)", expect='grad mode was off after run() on',
+            edits=[(AOTI_IMPORT, AOTI_IMPORT + '    torch.set_grad_enabled(False)  # inference only\n')]),
+    Mistake('08.load_before_aoti', 'row_by_row', "one row at a time: below the batch of 2 AOTInductor's model takes (a "
+            "learner's run passed it)", expect='dim value is too small',
+            edits=[(AOTI_RUN, ('    model = torch._inductor.aoti_load_package(model_pt2)\n'
+                               '    return torch.cat([model(row.unsqueeze(0)) for row in x])\n'))]),
     # 08.stable_autograd
     Mistake('08.stable_autograd', 'empty_like', "torch.empty_like(self): self's strides, which a transposed self "
             "does not share with the output",

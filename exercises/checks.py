@@ -1055,7 +1055,7 @@ def records_graph(path: Path) -> Result:
 class FakeTimer:
     """07.layer_cost's measurements, made up and repeatable: a call of the operator with the layer costs `cost` µs
     more than without, plus noise of `noise` µs (a standard deviation), drawn from `seed`. A drifting machine slows
-    every call down as it runs; spikes hit one call in 16."""
+    every call down as it runs; spikes hit one call in 16. `calls` holds (with the layer?, the time returned)."""
 
     def __init__(self, cost: float, drift: float = 0.0, spikes: bool = False, noise: float = 0.03, seed: int = 7):
         self.cost, self.drift, self.spikes, self.noise, self.calls = cost, drift, spikes, noise, []
@@ -1063,9 +1063,10 @@ class FakeTimer:
 
     def _time(self, layer: bool) -> float:
         n = len(self.calls)
-        self.calls.append(layer)
         spike = 40.0 if self.spikes and n % 16 == 3 else 0.0
-        return 2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike + (self.cost if layer else 0.0)
+        self.calls.append((layer, 2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike
+                           + (self.cost if layer else 0.0)))
+        return self.calls[-1][1]
 
     def with_layer(self) -> float:
         return self._time(True)
@@ -1073,29 +1074,68 @@ class FakeTimer:
     def without(self) -> float:
         return self._time(False)
 
+    def differences(self, rounds: int) -> list[float]:
+        """The last `rounds` calls with the layer less the last `rounds` without, in order: round by round, where
+        each round timed one of each (calls made before them, to warm up, say, left out)."""
+        times = {layer: [time for made_with, time in self.calls if made_with == layer] for layer in (True, False)}
+        return [a - b for a, b in zip(times[True][-rounds:], times[False][-rounds:])]
+
+    def order(self) -> str | None:
+        """None where the calls with and without the layer alternate; else how they were made."""
+        layers = [layer for layer, _ in self.calls]
+        if all(layers[i] != layers[i + 1] for i in range(0, len(layers) - 1, 2)):
+            return None
+        if layers == sorted(layers, reverse=True) or layers == sorted(layers):
+            first, then = ("with", "without") if layers[0] else ("without", "with")
+            return f"you timed every call {first} the layer before any {then} it"
+        return "you did not time the calls with and without the layer in the same rounds"
+
 
 def _shown(result) -> str:
     return "(" + ", ".join(f"{value:.3f}" for value in result) + ")" if isinstance(result, tuple) else repr(result)
 
 
+def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:
+    """None where `result` is (the median, a first quartile, a third quartile) of `differences`; else what is not. A
+    quartile is accepted wherever a usual definition puts it (statistics.quantiles' inclusive and exclusive methods,
+    numpy's, Tukey's hinges): between the values at 0-based positions (n - 3) / 4 rounded down and n / 4 rounded up of
+    the sorted differences, and the mirror of that for the third."""
+    import statistics
+
+    ordered, n = sorted(differences), len(differences)
+    median, q1, q3 = result
+    low, high = max(0, (n - 3) // 4), min(n - 1, -(-n // 4))
+    if abs(median - statistics.median(ordered)) > 1e-9:
+        middle = ordered[(n - 1) // 2], ordered[n // 2]
+        if n % 2 == 0 and any(abs(median - value) < 1e-9 for value in middle):
+            return (f"your median, {median:.3f} µs, is one of the two middle differences of {n} rounds: the median of "
+                    "an even number of values lies between its two middle ones (torch's median() gives the lower one)")
+        return f"your median, {median:.3f} µs, is not the median of the {n} differences your rounds measured"
+    for name, value, (lowest, highest) in [("first", q1, (ordered[low], ordered[high])),
+                                          ("third", q3, (ordered[n - 1 - high], ordered[n - 1 - low]))]:
+        if not lowest - 1e-9 <= value <= highest + 1e-9:
+            return (f"your {name} quartile, {value:.3f} µs, is not a {name} quartile of the {n} differences your "
+                    "rounds measured, by any usual definition")
+    return None
+
+
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
     answer = load_python(path).layer_cost
-    rounds = 15
     problems = []
     # A threshold of the reader's own, a fixed number of µs, is caught by two machines: a quiet one where 0.02 µs is a
     # cost, and a noisy one where nothing is, though the median difference is 0.15 µs (seed 6; its first quartile is
-    # below zero).
-    for what, timer, cost in [
-            ("a layer of 0.40 µs on a steady machine", FakeTimer(0.4), 0.4),
-            ("a layer of 0.40 µs on a machine that slows down as it runs", FakeTimer(0.4, drift=0.04), 0.4),
-            ("a layer of 0.40 µs, with a spike in one call of 16", FakeTimer(0.4, spikes=True), 0.4),
-            ("a layer of 0.02 µs on a quiet machine (noise of 0.002 µs)", FakeTimer(0.02, noise=0.002), 0.02),
-            ("no layer at all: the same call twice", FakeTimer(0.0), None),
-            ("no layer at all, on a noisy machine (noise of 0.3 µs)", FakeTimer(0.0, noise=0.3, seed=6), None)]:
+    # below zero). 16 rounds, an even number, have no middle difference: their median lies between two.
+    for what, timer, cost, rounds in [
+            ("a layer of 0.40 µs on a steady machine", FakeTimer(0.4), 0.4, 15),
+            ("a layer of 0.40 µs on a machine that slows down as it runs", FakeTimer(0.4, drift=0.04), 0.4, 15),
+            ("a layer of 0.40 µs, with a spike in one call of 16", FakeTimer(0.4, spikes=True), 0.4, 15),
+            ("a layer of 0.02 µs on a quiet machine (noise of 0.002 µs)", FakeTimer(0.02, noise=0.002), 0.02, 15),
+            ("no layer at all: the same call twice", FakeTimer(0.0), None, 15),
+            ("no layer at all, on a noisy machine (noise of 0.3 µs)", FakeTimer(0.0, noise=0.3, seed=6), None, 15),
+            ("a layer of 0.40 µs on a steady machine, over 16 rounds", FakeTimer(0.4, seed=8), 0.4, 16)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
-        interleaved = all(timer.calls[i] != timer.calls[i + 1] for i in range(0, len(timer.calls) - 1, 2))
-        made = {layer: timer.calls.count(layer) for layer in (True, False)}
+        made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}
         if min(made.values()) < rounds:
             problems.append(f"{what}: you called time_with() {made[True]} and time_without() {made[False]} times, "
                             f"for {rounds} rounds: a median and quartiles over {rounds} rounds need a difference "
@@ -1106,21 +1146,33 @@ def layer_cost(path: Path) -> Result:
                 problems.append(f"{what}: you report {_shown(result)}; the difference is within the noise, so report "
                                 "None")
             continue
+        order = timer.order()
         if result is None:
             problems.append(f"{what}: you report None (within noise); the cost is there in every round")
+        elif not (isinstance(result, tuple) and len(result) == 3):
+            problems.append(f"{what}: you report {_shown(result)}, not a tuple (median, first quartile, third "
+                            "quartile)")
         elif not abs(result[0] - cost) < cost / 4:
             problems.append(f"{what}: you report a median of {result[0]:.3f} µs"
-                            + ("" if not interleaved else "; a statistic that one spike can move is the wrong one"))
-        elif not result[1] <= result[0] <= result[2]:
-            problems.append(f"{what}: {_shown(result)} is not (median, first quartile, third quartile)")
+                            + ("" if order else "; a statistic that one spike can move is the wrong one"))
+        elif result[1] <= result[0] <= result[2]:
+            if not (wrong := _not_from_the_rounds(result, timer.differences(rounds))):
+                continue
+            problems.append(f"{what}: {wrong}")
+        elif not _not_from_the_rounds((result[1], result[0], result[2]), timer.differences(rounds)):
+            problems.append(f"{what}: {_shown(result)} reads as (first quartile, median, third quartile), not "
+                            "(median, first quartile, third quartile)")
         else:
-            continue
-        if not interleaved and timer.drift:
-            problems[-1] += ("; you timed all calls with the layer before any without it, so the machine's drift "
-                             "lands in the difference")
-    hint = "\nLook again at lesson 07, section 2: how a cost is measured, and when it is called one." if problems else ""
-    return Result(not problems, "\n".join(problems) + hint if problems else "right on steady, drifting, spiky, quiet "
-                                                                            "and noisy machines, and silent on noise")
+            which = "first quartile is above" if result[1] > result[0] else "third quartile is below"
+            problems.append(f"{what}: in {_shown(result)}, the {which} the median: these are not the median and "
+                            "quartiles of one set of numbers")
+        if order and timer.drift:
+            problems[-1] += f"; {order}, so the machine's drift lands in the difference"
+    if problems:
+        return Result(False, "\n".join(problems) + "\nLook again at lesson 07, section 2: how a cost is measured, and "
+                                                   "when it is called one.")
+    return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
+                        "rounds, and silent on noise")
 
 
 # ---------------------------------------------------------------------------------------------

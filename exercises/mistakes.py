@@ -63,6 +63,10 @@ STABLE_CHECKS = """\
     torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
     torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
 """  # 08.stable_autograd's solution, as mistakes edit it
+# 07.layer_cost's solution, likewise
+LAYER_DIFFERENCES = ("    # Both sides in every round, one after the other: a slow moment of the machine hits both "
+                     "alike.\n    differences = [time_with() - time_without() for _ in range(rounds)]\n")
+LAYER_QUANTILES = '    q1, median, q3 = statistics.quantiles(differences, n=4, method="inclusive")\n'
 # 08.load_before_aoti's solution, likewise
 AOTI_IMPORT = "    import workbook_ops  # noqa: F401 - registers the operators the package calls by name\n"
 AOTI_RUN = "    model = torch._inductor.aoti_load_package(model_pt2)\n    return model(x)\n"
@@ -541,7 +545,7 @@ MISTAKES = [
              ('    mean = statistics.mean(differences)\n'
               '    return (mean, min(q1, mean), max(q3, mean)) if q1 > 0 else None\n'))]),
     Mistake('07.layer_cost', 'separate_loops', 'every call with the layer first, then every call without',
-            expect='you timed all calls with the layer before any without',
+            expect='you timed every call with the layer before any without it',
             edits=[(('    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.\n'
               '    differences = [time_with() - time_without() for _ in range(rounds)]\n'),
              ('    with_ = [time_with() for _ in range(rounds)]\n'
@@ -560,6 +564,29 @@ MISTAKES = [
             expect='no layer at all, on a noisy machine (noise of 0.3 µs): you report (0.151',
             edits=[('    return (median, q1, q3) if q1 > 0 else None',
                     '    return (median, q1, q3) if median > 0.01 else None')]),
+    Mistake('07.layer_cost', 'baseline_first', 'every call without the layer first, then every call with it',
+            expect='you timed every call without the layer before any with it, so the machine\'s drift lands',
+            edits=[(LAYER_DIFFERENCES, ('    without = [time_without() for _ in range(rounds)]\n'
+                                        '    differences = [time_with() - baseline for baseline in without]\n'))]),
+    Mistake('07.layer_cost', 'upper_middle', "the middle element of the sorted differences as the median, the elements "
+            "at n/4 and 3n/4 as quartiles: for an even n, not a median (a learner's run passed it)",
+            expect='your median, 0.379 µs, is one of the two middle differences of 16 rounds',
+            edits=[(LAYER_QUANTILES, ('    ordered, n = sorted(differences), len(differences)\n'
+                                      '    median, q1, q3 = ordered[n // 2], ordered[n // 4], '
+                                      'ordered[3 * n // 4]\n'))]),
+    Mistake('07.layer_cost', 'quartiles_of_each_side', "interleaved, but each side's quartiles taken apart and "
+            "subtracted", expect='the third quartile is below the median: these are not the median and quartiles',
+            edits=[(LAYER_DIFFERENCES + LAYER_QUANTILES, (
+                '    with_, without = [], []\n'
+                '    for _ in range(rounds):  # both sides in every round\n'
+                '        with_.append(time_with())\n'
+                '        without.append(time_without())\n'
+                '    spreads = [statistics.quantiles(times, n=4, method="inclusive") for times in (with_, without)]\n'
+                '    q1, median, q3 = (a - b for a, b in zip(*spreads))\n'))]),
+    Mistake('07.layer_cost', 'quantiles_order', "statistics.quantiles' order returned: (q1, median, q3)",
+            expect='reads as (first quartile, median, third quartile), not (median, first quartile, third quartile)',
+            edits=[('    return (median, q1, q3) if q1 > 0 else None',
+                    '    return (q1, median, q3) if q1 > 0 else None')]),
     # 07.records_graph
     Mistake('07.records_graph', 'first_input_only', "only the first input's requires_grad looked at",
             expect='grad mode on, requires_grad (False, True)',

@@ -986,7 +986,7 @@ def records_graph(path: Path) -> Result:
     def dual(tangent, dtype=torch.float32):
         return forward_ad.make_dual(leaf(dtype), tangent.to(dtype))
 
-    # (what, inside forward_ad.dual_level(), the two inputs): built under grad mode, so that a non-leaf input gets its
+    # (what, inside forward_ad.dual_level(), the inputs): built under grad mode, so that a non-leaf input gets its
     # grad_fn, and asked about in both contexts: the same tensors, a different answer.
     cases = [(f"requires_grad {needs}", False, lambda needs=needs: [leaf(grad=flag) for flag in needs])
              for needs in ((False, False), (True, False), (False, True), (True, True))]
@@ -1002,7 +1002,15 @@ def records_graph(path: Path) -> Result:
         ("a complex forward-mode tangent on the first input", True,
          lambda: [dual(torch.ones(2) * 1j, torch.complex64), leaf(torch.complex64)]),
         ("inside forward_ad.dual_level(), but no tangent on either input", True, lambda: [leaf(), leaf()]),
+        # One tensor and three: csrc/autograd.cpp's records_graph takes any number (sum, add_out).
+        ("one input, not requiring grad", False, lambda: [leaf()]),
+        ("one input that requires grad", False, lambda: [leaf(grad=True)]),
+        ("one input with a forward-mode tangent", True, lambda: [dual(torch.ones(2))]),
+        ("three inputs, the third requiring grad", False, lambda: [leaf(), leaf(), leaf(grad=True)]),
+        ("three inputs, a forward-mode tangent on the third", True, lambda: [leaf(), leaf(), dual(torch.ones(2))]),
+        ("three inputs, none requiring grad", False, lambda: [leaf(), leaf(), leaf()]),
     ]
+    ops = {1: torch.sin, 2: torch.mul, 3: torch.addcmul}  # torch's own operators, by the number of inputs
 
     def state():
         return torch.is_grad_enabled(), forward_ad._current_level
@@ -1016,16 +1024,22 @@ def records_graph(path: Path) -> Result:
             forward_ad.enter_dual_level()
         try:
             with torch.enable_grad():
-                a, b = inputs()
+                tensors = inputs()
+            op = ops[len(tensors)]
             for context in ("grad mode on", "torch.no_grad()"):
                 count += 1
                 case = f"{context}, {what}"
                 with torch.no_grad() if context == "torch.no_grad()" else torch.enable_grad():
-                    out = torch.mul(a, b)
+                    out = op(*tensors)
                     recorded = out.grad_fn is not None or (in_dual_level and
                                                            forward_ad.unpack_dual(out).tangent is not None)
                     before = state()
-                    yours = answer(a, b)
+                    try:
+                        yours = answer(*tensors)
+                    except Exception as error:  # noqa: BLE001 - the reader's code may raise anything
+                        return Result(False, f"called with {len(tensors)} tensor(s) ({case}), your function raised "
+                                             f"{_raised(error, path)}\nAn Autograd kernel asks about every tensor "
+                                             f"argument of its call, however many. Look again at {lesson}.")
                     after = state()
                 if before[0] != after[0]:
                     on_off = {True: "on", False: "off"}
@@ -1041,7 +1055,7 @@ def records_graph(path: Path) -> Result:
                                          f"again at {lesson}.")
                 if yours != recorded:
                     does = "records a graph" if recorded else "records nothing"
-                    wrong.append(f"{case} (torch's mul {does}; your answer: {yours})")
+                    wrong.append(f"{case} (torch.{op.__name__} {does}; your answer: {yours})")
         finally:
             while forward_ad._current_level >= 0:  # yours may have opened a level, or left it ours
                 forward_ad.exit_dual_level()

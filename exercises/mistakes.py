@@ -646,6 +646,19 @@ MISTAKES = [
              ('    torch.set_grad_enabled(False)\n'
               '    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)\n'
               '    torch.set_grad_enabled(True)\n'))]),
+    Mistake('07.records_graph', 'two_unpacked', "the arguments unpacked as two tensors, as mul's are (a learner's run "
+            "passed it)", expect='called with 1 tensor(s) (grad mode on, one input, not requiring grad), your function '
+                                 'raised ValueError',
+            edits=[('    backward = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)\n',
+                    '    a, b = tensors\n'
+                    '    backward = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)\n'),
+                   ('any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)',
+                    'any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in (a, b))')]),
+    Mistake('07.records_graph', 'first_two_only', 'only the first two arguments looked at',
+            expect='grad mode on, three inputs, the third requiring grad (torch.addcmul records a graph; your answer: '
+                   'False)',
+            edits=[('any(t.requires_grad for t in tensors)', 'any(t.requires_grad for t in tensors[:2])'),
+                   ('tangent is not None for t in tensors)', 'tangent is not None for t in tensors[:2])')]),
     # 08.load_before_aoti
     Mistake('08.load_before_aoti', 'export_load', "torch.export.load: the exported program's loader, not AOTInductor's",
             expect='Error',

@@ -1408,6 +1408,9 @@ def served(path: Path) -> Result:
         overloads = {op for op in called | inside if op.split(".")[0] == yours[0].split(".")[0]} - {yours[0]}
         if yours[0] == theirs[0]:
             where = f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}"
+        elif yours[0].endswith(".default") and yours[0].removesuffix(".default") in called | inside:
+            where = (f"your call {i + 1}, {yours[0]!r}, spells a default overload with its name: the trace recorder "
+                     "names a default overload without one, as the task's examples are written")
         elif yours[0] in inside:
             where = (f"your call {i + 1}, {yours[0]!r}, is not the operator of a call that reaches the device from "
                      "outside: it runs at PrivateUse1 only inside another operator's kernel, and calls a kernel makes "

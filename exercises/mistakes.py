@@ -777,6 +777,9 @@ MISTAKES = [
                      'with trace.recording() as events:\n    torch.relu(x @ w + b).sum()\n'
                      'SERVED = device.served(events) or [\n')),
                    ]),
+    Mistake('09.served', 'default_spelled_out', "sum's default overload written out as .default, which the trace "
+            "recorder leaves off", expect="your call 4, 'aten::sum.default', spells a default overload with its name",
+            edits=[('    ("aten::sum", "native"),', '    ("aten::sum.default", "native"),')]),
     # 09.inplace_kernel
     Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul.out run on .cpu() copies, as lesson 09's add_on_a_copy",
             expect='on two 4 x 5 tensors into a 4 x 5 `out`: out did not change',

@@ -1322,6 +1322,10 @@ def _stable_add_refused() -> list[tuple]:
 
 @exercise("08.stable_autograd", "hard")
 def stable_autograd(path: Path) -> Result:
+    import re
+
+    from torch.autograd.gradcheck import GradcheckError
+
     build.load("stable")
     answer = load_python(path)
     library = torch.library.Library("workbook_stable", "FRAGMENT")
@@ -1343,10 +1347,30 @@ def stable_autograd(path: Path) -> Result:
                                  + hint)
         if any(FALLBACK_WARNING in str(w.message) for w in caught):
             return Result(False, f"{what}: the gradient came from torch's autograd fallback, not from a formula" + hint)
-    args = (torch.randn(3, 4, dtype=torch.float64, requires_grad=True),
-            torch.randn(4, 3, dtype=torch.float64).t().requires_grad_())
-    if not torch.autograd.gradcheck(op, args, raise_exception=False):
-        return Result(False, "gradcheck failed: your backward's gradients are not those of self + other" + hint)
+    for grads in ((True, True), (True, False), (False, True)):
+        case = f"float64 inputs, `other` transposed, requires_grad {grads}"
+        a = torch.randn(3, 4, dtype=torch.float64, requires_grad=grads[0])
+        b = torch.randn(4, 3, dtype=torch.float64).t().requires_grad_(grads[1])
+        try:
+            torch.autograd.gradcheck(op, (a, b))
+        except GradcheckError as error:  # "... with respect to input N": N counts the inputs that require grad
+            which = re.search(r"with respect to input (\d+)", str(error))
+            differentiable = [name for name, needs in zip(("self", "other"), grads) if needs]
+            what = (f"the gradient of `{differentiable[int(which[1])]}` that your backward gives differs from the "
+                    "numerical one" if which else str(error).splitlines()[0][:200])
+            return Result(False, f"gradcheck failed for {case}: {what}" + hint)
+    # gradcheck's grad_outputs are ones and zeros, exact in every dtype: a random one tells a gradient computed in less
+    # precision than the inputs have.
+    a, b = (torch.randn(3, 4, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    grad_output = torch.randn(3, 4, dtype=torch.float64)
+    op(a, b).backward(grad_output)
+    for name, tensor in (("self", a), ("other", b)):
+        if tensor.grad is not None and not torch.equal(tensor.grad, grad_output):
+            error = (tensor.grad - grad_output).abs().max().item()
+            return Result(False, f"float64 inputs, backward with a grad_output of random float64 values: the gradient "
+                                 f"of `{name}` is off by up to {error:.2g}, as if computed in a dtype of less "
+                                 "precision than the inputs' (gradcheck's grad_outputs, ones and zeros, are exact in "
+                                 "every dtype and cannot tell)" + hint)
     meta = "lesson 06, section 4: a kernel given by register_fake runs on meta tensors too, and returns meta tensors"
     for dtype in (torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloat16, torch.float16):
         a, b = torch.ones(4, 3, dtype=dtype).t(), torch.ones(3, 4, dtype=dtype)
@@ -1378,8 +1402,9 @@ def stable_autograd(path: Path) -> Result:
                              f"(\"{refused}\"): torch.compile and torch.export would trace a call that fails when it "
                              "runs.\nLook again at lesson 02: the workbook's Meta kernels (csrc/meta.cpp) check what "
                              "its CPU kernels check.")
-    return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad; the fake kernel keeps "
-                        "sizes symbolic, works on meta tensors, and refuses what the CPU kernel refuses")
+    return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
+                        "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
+                        "kernel refuses")
 
 
 # ---------------------------------------------------------------------------------------------

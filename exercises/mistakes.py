@@ -715,7 +715,8 @@ MISTAKES = [
             ('    return grad, grad  # one gradient per input\n',
              '    return grad\n')]),
     Mistake('08.stable_autograd', 'other_forgotten', 'no gradient for other',
-            expect='gradcheck failed',
+            expect='gradcheck failed for float64 inputs, `other` transposed, requires_grad (True, True): the gradient '
+                   'of `other`',
             edits=[('    pass  # d(self + other) needs nothing from forward\n',
              '    pass\n'),
             ('    return grad, grad  # one gradient per input\n',
@@ -745,6 +746,16 @@ MISTAKES = [
             "int64'", expect='accepted two float8_e5m2 tensors',
             edits=[('self.dtype in SUPPORTED,',
                     '(self.dtype.is_floating_point or self.dtype in (torch.int32, torch.int64)),')]),
+    Mistake('08.stable_autograd', 'ones_as_gradients', 'd(self + other)/dself = 1 taken for the gradient: right only '
+            'where grad_output is all ones',
+            expect='gradcheck failed for float64 inputs, `other` transposed, requires_grad (True, True): the gradient '
+                   'of `self` that your backward gives differs',
+            edits=[('    return grad, grad  # one gradient per input\n',
+                    '    return torch.ones_like(grad), torch.ones_like(grad)\n')]),
+    Mistake('08.stable_autograd', 'float32_gradients', "gradients returned in float32: float64 ones rounded (a "
+            "learner's run passed it: gradcheck's grad_outputs are exact in float32)",
+            expect='a grad_output of random float64 values: the gradient of `self` is off by up to',
+            edits=[('    return grad, grad  # one gradient per input\n', '    return grad.float(), grad.float()\n')]),
     # 09.served
     Mistake('09.served', 'matmul_reaches_the_device', 'aten::matmul listed: a composite operator, it never reaches the key',
             expect="your call 1, 'aten::matmul', is not the operator",

@@ -1543,6 +1543,8 @@ def _mul_out_problems() -> list[str]:
 
     strided_other = ("out holds the wrong values, though they were right with contiguous arguments: `other` is a "
                      "transposed view here, and its elements were not read where its strides put them")
+    far = ("out holds values far from those aten's mul writes (at {at}: {got} for {want}): the product was computed, "
+           "or an argument converted, in another dtype than aten computes self * other in")
     near = ("out holds values near the product but not those aten's mul writes (at {at}: {got} for {want}): the "
             "product was computed, or an argument rounded, in another dtype than aten computes self * other in")
     plain, harder, refused = _mul_out_cases()
@@ -1580,7 +1582,7 @@ def _mul_out_problems() -> list[str]:
                 elif values.dtype != want.dtype or not torch.equal(values, want):
                     wrong = wrong_values.get(case, near if group is harder else None)
                     if wrong is near and not torch.allclose(values.double(), want.double(), rtol=1e-2):
-                        wrong = None  # not a rounding: far from the product
+                        wrong = far  # not a rounding: an argument or the product cast to an integer dtype, say
                     if wrong:
                         at = next(zip(*torch.nonzero(values != want, as_tuple=True)), ())
                         at = tuple(int(i) for i in at)

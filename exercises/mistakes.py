@@ -830,6 +830,11 @@ MISTAKES = [
     Mistake('09.inplace_kernel', 'computed_in_outs_dtype', "the product computed in out's dtype, not the promoted one",
             expect='on two float32 tensors into a float64 `out`: out holds values near the product',
             edits=[('    product = self * other\n', '    product = self.to(out.dtype) * other.to(out.dtype)\n')]),
+    Mistake('09.inplace_kernel', 'other_cast_to_self', "other converted to self's dtype before the product: an int32 "
+            "self truncates a float32 other",
+            expect="on an int32 self times a float32 other into a float32 `out`: out holds values far from those aten's "
+                   "mul writes (at [1]: 0.0 for 0.5)",
+            edits=[('    product = self * other\n', '    product = self * other.to(self.dtype)\n')]),
     Mistake('09.inplace_kernel', 'cpu_out_accepted', 'self and other checked for the device, out not',
             expect='a 4 x 5 CPU tensor as `out` was accepted',
             edits=[('("self", self), ("other", other), ("out", out)', '("self", self), ("other", other)')]),

@@ -1062,8 +1062,8 @@ def records_graph(path: Path) -> Result:
     if not wrong:
         return Result(True, f"right in all {count} cases")
     more = f" (and {len(wrong) - 1} more case{'s' if len(wrong) > 2 else ''})" if len(wrong) > 1 else ""
-    return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again at "
-                         f"{lesson} and lesson 00, section 2.")
+    return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again "
+                         f"at {lesson} and lesson 00, section 2.")
 
 
 class FakeTimer:

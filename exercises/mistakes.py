@@ -67,6 +67,8 @@ STABLE_CHECKS = """\
 LAYER_DIFFERENCES = ("    # Both sides in every round, one after the other: a slow moment of the machine hits both "
                      "alike.\n    differences = [time_with() - time_without() for _ in range(rounds)]\n")
 LAYER_QUANTILES = '    q1, median, q3 = statistics.quantiles(differences, n=4, method="inclusive")\n'
+LAYER_RETURN = ("    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is "
+                "above zero\n")
 # 08.load_before_aoti's solution, likewise
 AOTI_IMPORT = "    import workbook_ops  # noqa: F401 - registers the operators the package calls by name\n"
 AOTI_RUN = "    model = torch._inductor.aoti_load_package(model_pt2)\n    return model(x)\n"
@@ -533,26 +535,19 @@ MISTAKES = [
     # 07.layer_cost
     Mistake('07.layer_cost', 'always_a_cost', "interleaved and robust, but it never says 'within noise'",
             expect='no layer at all: the same call twice: you report',
-            edits=[('    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.\n',
-             ''),
-            ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
-             '    return median, q1, q3\n')]),
+            edits=[(LAYER_DIFFERENCES, "    differences = [time_with() - time_without() for _ in range(rounds)]\n"),
+                   (LAYER_RETURN, '    return median, q1, q3\n')]),
     Mistake('07.layer_cost', 'mean', 'interleaved, but the mean of the differences',
             expect='a statistic that one spike can move',
-            edits=[('    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.\n',
-             ''),
-            ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
-             ('    mean = statistics.mean(differences)\n'
-              '    return (mean, min(q1, mean), max(q3, mean)) if q1 > 0 else None\n'))]),
+            edits=[(LAYER_DIFFERENCES, "    differences = [time_with() - time_without() for _ in range(rounds)]\n"),
+                   (LAYER_RETURN, ('    mean = statistics.mean(differences)\n'
+                                   '    return (mean, min(q1, mean), max(q3, mean)) if q1 > 0 else None\n'))]),
     Mistake('07.layer_cost', 'separate_loops', 'every call with the layer first, then every call without',
             expect='you timed every call with the layer before any without it',
-            edits=[(('    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.\n'
-              '    differences = [time_with() - time_without() for _ in range(rounds)]\n'),
-             ('    with_ = [time_with() for _ in range(rounds)]\n'
-              '    without = [time_without() for _ in range(rounds)]\n'
-              '    differences = [a - b for a, b in zip(with_, without)]\n')),
-            ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
-             '    return (median, q1, q3) if q1 > 0 else None\n')]),
+            edits=[(LAYER_DIFFERENCES, ('    with_ = [time_with() for _ in range(rounds)]\n'
+                                        '    without = [time_without() for _ in range(rounds)]\n'
+                                        '    differences = [a - b for a, b in zip(with_, without)]\n')),
+                   (LAYER_RETURN, '    return (median, q1, q3) if q1 > 0 else None\n')]),
     Mistake('07.layer_cost', 'few_rounds', 'three rounds, whatever `rounds` says',
             expect='you called time_with() 3 and time_without() 3 times, for 15 rounds',
             edits=[('for _ in range(rounds)]', 'for _ in range(3)]')]),
@@ -757,7 +752,8 @@ MISTAKES = [
             expect='a grad_output of random float64 values: the gradient of `self` is off by up to',
             edits=[('    return grad, grad  # one gradient per input\n', '    return grad.float(), grad.float()\n')]),
     # 09.served
-    Mistake('09.served', 'matmul_reaches_the_device', 'aten::matmul listed: a composite operator, it never reaches the key',
+    Mistake('09.served', 'matmul_reaches_the_device', 'aten::matmul listed: a composite operator, it never reaches the '
+            'key',
             expect="your call 1, 'aten::matmul', is not the operator",
             edits=[('    ("aten::mm", "native"),', '    ("aten::matmul", "native"),')]),
     Mistake('09.served', 'relu_native', 'relu served by a kernel of ours',
@@ -766,7 +762,8 @@ MISTAKES = [
     Mistake('09.served', 'fallback_copies_counted', "the fallback's copies listed as calls that reach the device",
             expect="your call 4, 'aten::_copy_from', is not the operator",
             edits=[('    ("aten::relu", "fallback"),\n',
-                    '    ("aten::relu", "fallback"),\n    ("aten::_copy_from", "native"),\n    ("aten::_copy_from", "native"),\n')]),
+                    '    ("aten::relu", "fallback"),\n    ("aten::_copy_from", "native"),\n'
+                    '    ("aten::_copy_from", "native"),\n')]),
     Mistake('09.served', 'broadcast_needs_the_fallback', 'a broadcasting add thought to need the fallback',
             expect="your call 2, aten::add.Tensor, does reach the device, but is not served by 'fallback'",
             edits=[('    ("aten::add.Tensor", "native"),', '    ("aten::add.Tensor", "fallback"),')]),
@@ -832,8 +829,8 @@ MISTAKES = [
             edits=[('    product = self * other\n', '    product = self.to(out.dtype) * other.to(out.dtype)\n')]),
     Mistake('09.inplace_kernel', 'other_cast_to_self', "other converted to self's dtype before the product: an int32 "
             "self truncates a float32 other",
-            expect="on an int32 self times a float32 other into a float32 `out`: out holds values far from those aten's "
-                   "mul writes (at [1]: 0.0 for 0.5)",
+            expect="on an int32 self times a float32 other into a float32 `out`: out holds values far from those "
+                   "aten's mul writes (at [1]: 0.0 for 0.5)",
             edits=[('    product = self * other\n', '    product = self * other.to(self.dtype)\n')]),
     Mistake('09.inplace_kernel', 'cpu_out_accepted', 'self and other checked for the device, out not',
             expect='a 4 x 5 CPU tensor as `out` was accepted',

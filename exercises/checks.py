@@ -775,6 +775,9 @@ def _raised(error: Exception, path: Path) -> str:
     return f"{type(error).__name__}{where}: {str(error).splitlines()[0][:200] if str(error) else ''}"
 
 
+TORCH_DIR = Path(torch.__file__).resolve().parent
+
+
 def _specialized_sizes(op, cases: list, path: Path, lesson: str) -> Result | None:
     """None when the fake kernel of `op`, a binary operator, keeps symbolic sizes symbolic, as
     torch.compile(dynamic=True) and torch.export with a Dim need; else what it did. `cases` are (what, a, b's dtype or
@@ -798,14 +801,23 @@ def _specialized_sizes(op, cases: list, path: Path, lesson: str) -> Result | Non
                 return Result(False, f"for {what} of symbolic shape {shown} (torch.compile(dynamic=True) and "
                                      f"torch.export with a Dim pass such sizes): your fake kernel raised "
                                      f"{_raised(error, path)}\nLook again at {lesson}.")
-        fixed = {str(symbol): shape_env.replace(symbol) for symbol in symbols}
+        fixed = {symbol: shape_env.replace(symbol) for symbol in symbols}
         fixed = {symbol: value for symbol, value in fixed.items() if value.is_number}
         if fixed:
             made = ", ".join(f"{symbol} into {value}" for symbol, value in fixed.items())
+            # Where it happened: the line of the reader's file, or the torch function that did it for them.
+            frame = getattr(shape_env.replacements_slocs.get(next(iter(fixed))), "framework_loc", None)
+            file = Path(frame.filename).resolve() if isinstance(frame, traceback.FrameSummary) else None
+            where = ""
+            if file == path.resolve():
+                where = f" (at line {frame.lineno} of your file)"
+            elif file and file.is_relative_to(TORCH_DIR):
+                where = (f" (inside a torch function it calls: {frame.name}, torch/{file.relative_to(TORCH_DIR)}, "
+                         f"line {frame.lineno})")
             return Result(False, f"for {what} of symbolic shape {shown} (as torch.compile(dynamic=True) and "
-                                 f"torch.export with a Dim pass them), your fake kernel turned {made}: the traced code "
-                                 "then holds for this size only, torch.compile compiles again for every other size, "
-                                 f"and export with a Dim refuses it ({lesson})")
+                                 f"torch.export with a Dim pass them), your fake kernel turned {made}{where}: the "
+                                 "traced code then holds for this size only, torch.compile compiles again for every "
+                                 f"other size, and export with a Dim refuses it ({lesson})")
     return None
 
 
@@ -905,6 +917,10 @@ def _vmap_rule_hint(raised: str, x, y, in_dims, xs, returned) -> str:
     if "stride" in raised or "contiguous" in raised:
         return ("A rule gets its inputs with the caller's strides: their memory need not be laid out as the shape "
                 "your rule views it as (lesson 06, section 6).")
+    if "ambiguous" in raised:  # a -1 among the sizes, with 0 elements to share out
+        return ("A size of -1 is worked out from the number of elements; with none (an empty batch, or empty rows) "
+                "every size fits, so torch cannot tell which: each size must fit every batch, an empty one included "
+                "(lesson 06, section 6).")
     if "reshape" in raised or "is invalid for input of size" in raised or "shape" in raised:
         batches = [f"{name} has shape {list(t.shape)}, "
                    + ("no batch" if dim is None else f"the batch in dimension {dim}")

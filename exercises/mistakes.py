@@ -488,13 +488,17 @@ MISTAKES = [
                    (FAKE_RETURN, "    return torch.cat([a, b]).view(2, a.size(0), *a.shape[1:])\n")]),
     Mistake('06.fake_kernel', 'sizes_read_as_ints', "the right metadata, a's sizes read as ints: symbolic ones "
             "specialize",
-            expect='your fake kernel turned s',
+            expect='into 4 (at line 21 of your file): the traced code then holds for this size only',
             edits=[(FAKE_RETURN, '    return torch.cat([a, b]).view(2, *[int(size) for size in a.shape])\n')]),
     Mistake('06.fake_kernel', 'new_empty_of_int_sizes', "new_empty of a's sizes read as ints (a learner's run passed "
             "it)",
             expect="your fake kernel's output has strides",
             edits=[(FAKE_RETURN,
                     '    return a.new_empty(2, *[int(s) for s in a.shape], dtype=torch.result_type(a, b))\n')]),
+    Mistake('06.fake_kernel', 'stack_of_empty_likes', "torch.stack of two empty_likes: right metadata, but stack's "
+            "type promotion specializes symbolic sizes (a reviewer's answer to the task before symbolic sizes)",
+            expect='your fake kernel turned s26 into 6 (inside a torch function it calls: _maybe_convert_to_dtype',
+            edits=[(FAKE_RETURN, '    return torch.stack([torch.empty_like(a), torch.empty_like(b)])\n')]),
     # 06.vmap_rule
     Mistake('06.vmap_rule', 'batch_first_assumed', 'each batch taken to be in dimension 0, whatever in_dims says',
             expect='with x batched in dimension 2, y in dimension 1',
@@ -521,7 +525,9 @@ MISTAKES = [
             edits=[('    size = info.batch_size\n', '    size = x.shape[in_dims[0]]\n')]),
     Mistake('06.vmap_rule', 'inferred_sizes', 'reshape(-1, m): no size can be inferred from 0 elements',
             expect='with an empty batch (B = 0) of y, x with no batch (strides [6, 1] and [30, 6, 1]): your rule '
-                   'raised RuntimeError: cannot reshape tensor of 0 elements',
+                   'raised RuntimeError: cannot reshape tensor of 0 elements into shape [0, -1] because the '
+                   'unspecified dimension size -1 can be any value and is ambiguous\nA size of -1 is worked out from '
+                   'the number of elements',
             edits=[(VMAP_RETURN, 'rowdot(xs.reshape(-1, m), ys.reshape(-1, m)).reshape(size, -1), 0')]),
     Mistake('06.vmap_rule', 'float32_sum', 'summed in float32 and cast back: float64 loses precision',
             expect='with float64 matrices, x batched in dimension 0, y with no batch: wrong result, off by up to',

@@ -1258,6 +1258,9 @@ def _raised(error: Exception, path: Path) -> str:
     return f"{type(error).__name__}{where}: {str(error).splitlines()[0][:200] if str(error) else ''}"
 
 
+TORCH_DIR = Path(torch.__file__).resolve().parent
+
+
 def _specialized_sizes(op, cases: list, path: Path, lesson: str) -> Result | None:
     """None when the fake kernel of `op`, a binary operator, keeps symbolic sizes symbolic, as
     torch.compile(dynamic=True) and torch.export with a Dim need; else what it did. `cases` are (what, a, b's dtype or
@@ -1281,14 +1284,23 @@ def _specialized_sizes(op, cases: list, path: Path, lesson: str) -> Result | Non
                 return Result(False, f"for {what} of symbolic shape {shown} (torch.compile(dynamic=True) and "
                                      f"torch.export with a Dim pass such sizes): your fake kernel raised "
                                      f"{_raised(error, path)}\nLook again at {lesson}.")
-        fixed = {str(symbol): shape_env.replace(symbol) for symbol in symbols}
+        fixed = {symbol: shape_env.replace(symbol) for symbol in symbols}
         fixed = {symbol: value for symbol, value in fixed.items() if value.is_number}
         if fixed:
             made = ", ".join(f"{symbol} into {value}" for symbol, value in fixed.items())
+            # Where it happened: the line of the reader's file, or the torch function that did it for them.
+            frame = getattr(shape_env.replacements_slocs.get(next(iter(fixed))), "framework_loc", None)
+            file = Path(frame.filename).resolve() if isinstance(frame, traceback.FrameSummary) else None
+            where = ""
+            if file == path.resolve():
+                where = f" (at line {frame.lineno} of your file)"
+            elif file and file.is_relative_to(TORCH_DIR):
+                where = (f" (inside a torch function it calls: {frame.name}, torch/{file.relative_to(TORCH_DIR)}, "
+                         f"line {frame.lineno})")
             return Result(False, f"for {what} of symbolic shape {shown} (as torch.compile(dynamic=True) and "
-                                 f"torch.export with a Dim pass them), your fake kernel turned {made}: the traced code "
-                                 "then holds for this size only, torch.compile compiles again for every other size, "
-                                 f"and export with a Dim refuses it ({lesson})")
+                                 f"torch.export with a Dim pass them), your fake kernel turned {made}{where}: the "
+                                 "traced code then holds for this size only, torch.compile compiles again for every "
+                                 f"other size, and export with a Dim refuses it ({lesson})")
     return None
 
 
@@ -1388,6 +1400,10 @@ def _vmap_rule_hint(raised: str, x, y, in_dims, xs, returned) -> str:
     if "stride" in raised or "contiguous" in raised:
         return ("A rule gets its inputs with the caller's strides: their memory need not be laid out as the shape "
                 "your rule views it as (lesson 06, section 6).")
+    if "ambiguous" in raised:  # a -1 among the sizes, with 0 elements to share out
+        return ("A size of -1 is worked out from the number of elements; with none (an empty batch, or empty rows) "
+                "every size fits, so torch cannot tell which: each size must fit every batch, an empty one included "
+                "(lesson 06, section 6).")
     if "reshape" in raised or "is invalid for input of size" in raised or "shape" in raised:
         batches = [f"{name} has shape {list(t.shape)}, "
                    + ("no batch" if dim is None else f"the batch in dimension {dim}")
@@ -1469,7 +1485,7 @@ def records_graph(path: Path) -> Result:
     def dual(tangent, dtype=torch.float32):
         return forward_ad.make_dual(leaf(dtype), tangent.to(dtype))
 
-    # (what, inside forward_ad.dual_level(), the two inputs): built under grad mode, so that a non-leaf input gets its
+    # (what, inside forward_ad.dual_level(), the inputs): built under grad mode, so that a non-leaf input gets its
     # grad_fn, and asked about in both contexts: the same tensors, a different answer.
     cases = [(f"requires_grad {needs}", False, lambda needs=needs: [leaf(grad=flag) for flag in needs])
              for needs in ((False, False), (True, False), (False, True), (True, True))]
@@ -1485,7 +1501,15 @@ def records_graph(path: Path) -> Result:
         ("a complex forward-mode tangent on the first input", True,
          lambda: [dual(torch.ones(2) * 1j, torch.complex64), leaf(torch.complex64)]),
         ("inside forward_ad.dual_level(), but no tangent on either input", True, lambda: [leaf(), leaf()]),
+        # One tensor and three: csrc/autograd.cpp's records_graph takes any number (sum, add_out).
+        ("one input, not requiring grad", False, lambda: [leaf()]),
+        ("one input that requires grad", False, lambda: [leaf(grad=True)]),
+        ("one input with a forward-mode tangent", True, lambda: [dual(torch.ones(2))]),
+        ("three inputs, the third requiring grad", False, lambda: [leaf(), leaf(), leaf(grad=True)]),
+        ("three inputs, a forward-mode tangent on the third", True, lambda: [leaf(), leaf(), dual(torch.ones(2))]),
+        ("three inputs, none requiring grad", False, lambda: [leaf(), leaf(), leaf()]),
     ]
+    ops = {1: torch.sin, 2: torch.mul, 3: torch.addcmul}  # torch's own operators, by the number of inputs
 
     def state():
         return torch.is_grad_enabled(), forward_ad._current_level
@@ -1499,16 +1523,22 @@ def records_graph(path: Path) -> Result:
             forward_ad.enter_dual_level()
         try:
             with torch.enable_grad():
-                a, b = inputs()
+                tensors = inputs()
+            op = ops[len(tensors)]
             for context in ("grad mode on", "torch.no_grad()"):
                 count += 1
                 case = f"{context}, {what}"
                 with torch.no_grad() if context == "torch.no_grad()" else torch.enable_grad():
-                    out = torch.mul(a, b)
+                    out = op(*tensors)
                     recorded = out.grad_fn is not None or (in_dual_level and
                                                            forward_ad.unpack_dual(out).tangent is not None)
                     before = state()
-                    yours = answer(a, b)
+                    try:
+                        yours = answer(*tensors)
+                    except Exception as error:  # noqa: BLE001 - the reader's code may raise anything
+                        return Result(False, f"called with {len(tensors)} tensor(s) ({case}), your function raised "
+                                             f"{_raised(error, path)}\nAn Autograd kernel asks about every tensor "
+                                             f"argument of its call, however many. Look again at {lesson}.")
                     after = state()
                 if before[0] != after[0]:
                     on_off = {True: "on", False: "off"}
@@ -1524,21 +1554,21 @@ def records_graph(path: Path) -> Result:
                                          f"again at {lesson}.")
                 if yours != recorded:
                     does = "records a graph" if recorded else "records nothing"
-                    wrong.append(f"{case} (torch's mul {does}; your answer: {yours})")
+                    wrong.append(f"{case} (torch.{op.__name__} {does}; your answer: {yours})")
         finally:
             while forward_ad._current_level >= 0:  # yours may have opened a level, or left it ours
                 forward_ad.exit_dual_level()
     if not wrong:
         return Result(True, f"right in all {count} cases")
     more = f" (and {len(wrong) - 1} more case{'s' if len(wrong) > 2 else ''})" if len(wrong) > 1 else ""
-    return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again at "
-                         f"{lesson} and lesson 00, section 2.")
+    return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again "
+                         f"at {lesson} and lesson 00, section 2.")
 
 
 class FakeTimer:
     """07.layer_cost's measurements, made up and repeatable: a call of the operator with the layer costs `cost` µs
     more than without, plus noise of `noise` µs (a standard deviation), drawn from `seed`. A drifting machine slows
-    every call down as it runs; spikes hit one call in 16."""
+    every call down as it runs; spikes hit one call in 16. `calls` holds (with the layer?, the time returned)."""
 
     def __init__(self, cost: float, drift: float = 0.0, spikes: bool = False, noise: float = 0.03, seed: int = 7):
         self.cost, self.drift, self.spikes, self.noise, self.calls = cost, drift, spikes, noise, []
@@ -1546,9 +1576,10 @@ class FakeTimer:
 
     def _time(self, layer: bool) -> float:
         n = len(self.calls)
-        self.calls.append(layer)
         spike = 40.0 if self.spikes and n % 16 == 3 else 0.0
-        return 2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike + (self.cost if layer else 0.0)
+        self.calls.append((layer, 2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike
+                           + (self.cost if layer else 0.0)))
+        return self.calls[-1][1]
 
     def with_layer(self) -> float:
         return self._time(True)
@@ -1556,29 +1587,68 @@ class FakeTimer:
     def without(self) -> float:
         return self._time(False)
 
+    def differences(self, rounds: int) -> list[float]:
+        """The last `rounds` calls with the layer less the last `rounds` without, in order: round by round, where
+        each round timed one of each (calls made before them, to warm up, say, left out)."""
+        times = {layer: [time for made_with, time in self.calls if made_with == layer] for layer in (True, False)}
+        return [a - b for a, b in zip(times[True][-rounds:], times[False][-rounds:])]
+
+    def order(self) -> str | None:
+        """None where the calls with and without the layer alternate; else how they were made."""
+        layers = [layer for layer, _ in self.calls]
+        if all(layers[i] != layers[i + 1] for i in range(0, len(layers) - 1, 2)):
+            return None
+        if layers == sorted(layers, reverse=True) or layers == sorted(layers):
+            first, then = ("with", "without") if layers[0] else ("without", "with")
+            return f"you timed every call {first} the layer before any {then} it"
+        return "you did not time the calls with and without the layer in the same rounds"
+
 
 def _shown(result) -> str:
     return "(" + ", ".join(f"{value:.3f}" for value in result) + ")" if isinstance(result, tuple) else repr(result)
 
 
+def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:
+    """None where `result` is (the median, a first quartile, a third quartile) of `differences`; else what is not. A
+    quartile is accepted wherever a usual definition puts it (statistics.quantiles' inclusive and exclusive methods,
+    numpy's, Tukey's hinges): between the values at 0-based positions (n - 3) / 4 rounded down and n / 4 rounded up of
+    the sorted differences, and the mirror of that for the third."""
+    import statistics
+
+    ordered, n = sorted(differences), len(differences)
+    median, q1, q3 = result
+    low, high = max(0, (n - 3) // 4), min(n - 1, -(-n // 4))
+    if abs(median - statistics.median(ordered)) > 1e-9:
+        middle = ordered[(n - 1) // 2], ordered[n // 2]
+        if n % 2 == 0 and any(abs(median - value) < 1e-9 for value in middle):
+            return (f"your median, {median:.3f} µs, is one of the two middle differences of {n} rounds: the median of "
+                    "an even number of values lies between its two middle ones (torch's median() gives the lower one)")
+        return f"your median, {median:.3f} µs, is not the median of the {n} differences your rounds measured"
+    for name, value, (lowest, highest) in [("first", q1, (ordered[low], ordered[high])),
+                                          ("third", q3, (ordered[n - 1 - high], ordered[n - 1 - low]))]:
+        if not lowest - 1e-9 <= value <= highest + 1e-9:
+            return (f"your {name} quartile, {value:.3f} µs, is not a {name} quartile of the {n} differences your "
+                    "rounds measured, by any usual definition")
+    return None
+
+
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
     answer = load_python(path).layer_cost
-    rounds = 15
     problems = []
     # A threshold of the reader's own, a fixed number of µs, is caught by two machines: a quiet one where 0.02 µs is a
     # cost, and a noisy one where nothing is, though the median difference is 0.15 µs (seed 6; its first quartile is
-    # below zero).
-    for what, timer, cost in [
-            ("a layer of 0.40 µs on a steady machine", FakeTimer(0.4), 0.4),
-            ("a layer of 0.40 µs on a machine that slows down as it runs", FakeTimer(0.4, drift=0.04), 0.4),
-            ("a layer of 0.40 µs, with a spike in one call of 16", FakeTimer(0.4, spikes=True), 0.4),
-            ("a layer of 0.02 µs on a quiet machine (noise of 0.002 µs)", FakeTimer(0.02, noise=0.002), 0.02),
-            ("no layer at all: the same call twice", FakeTimer(0.0), None),
-            ("no layer at all, on a noisy machine (noise of 0.3 µs)", FakeTimer(0.0, noise=0.3, seed=6), None)]:
+    # below zero). 16 rounds, an even number, have no middle difference: their median lies between two.
+    for what, timer, cost, rounds in [
+            ("a layer of 0.40 µs on a steady machine", FakeTimer(0.4), 0.4, 15),
+            ("a layer of 0.40 µs on a machine that slows down as it runs", FakeTimer(0.4, drift=0.04), 0.4, 15),
+            ("a layer of 0.40 µs, with a spike in one call of 16", FakeTimer(0.4, spikes=True), 0.4, 15),
+            ("a layer of 0.02 µs on a quiet machine (noise of 0.002 µs)", FakeTimer(0.02, noise=0.002), 0.02, 15),
+            ("no layer at all: the same call twice", FakeTimer(0.0), None, 15),
+            ("no layer at all, on a noisy machine (noise of 0.3 µs)", FakeTimer(0.0, noise=0.3, seed=6), None, 15),
+            ("a layer of 0.40 µs on a steady machine, over 16 rounds", FakeTimer(0.4, seed=8), 0.4, 16)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
-        interleaved = all(timer.calls[i] != timer.calls[i + 1] for i in range(0, len(timer.calls) - 1, 2))
-        made = {layer: timer.calls.count(layer) for layer in (True, False)}
+        made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}
         if min(made.values()) < rounds:
             problems.append(f"{what}: you called time_with() {made[True]} and time_without() {made[False]} times, "
                             f"for {rounds} rounds: a median and quartiles over {rounds} rounds need a difference "
@@ -1589,53 +1659,124 @@ def layer_cost(path: Path) -> Result:
                 problems.append(f"{what}: you report {_shown(result)}; the difference is within the noise, so report "
                                 "None")
             continue
+        order = timer.order()
         if result is None:
             problems.append(f"{what}: you report None (within noise); the cost is there in every round")
+        elif not (isinstance(result, tuple) and len(result) == 3):
+            problems.append(f"{what}: you report {_shown(result)}, not a tuple (median, first quartile, third "
+                            "quartile)")
         elif not abs(result[0] - cost) < cost / 4:
             problems.append(f"{what}: you report a median of {result[0]:.3f} µs"
-                            + ("" if not interleaved else "; a statistic that one spike can move is the wrong one"))
-        elif not result[1] <= result[0] <= result[2]:
-            problems.append(f"{what}: {_shown(result)} is not (median, first quartile, third quartile)")
+                            + ("" if order else "; a statistic that one spike can move is the wrong one"))
+        elif result[1] <= result[0] <= result[2]:
+            if not (wrong := _not_from_the_rounds(result, timer.differences(rounds))):
+                continue
+            problems.append(f"{what}: {wrong}")
+        elif not _not_from_the_rounds((result[1], result[0], result[2]), timer.differences(rounds)):
+            problems.append(f"{what}: {_shown(result)} reads as (first quartile, median, third quartile), not "
+                            "(median, first quartile, third quartile)")
         else:
-            continue
-        if not interleaved and timer.drift:
-            problems[-1] += ("; you timed all calls with the layer before any without it, so the machine's drift "
-                             "lands in the difference")
-    hint = "\nLook again at lesson 07, section 2: how a cost is measured, and when it is called one." if problems else ""
-    return Result(not problems, "\n".join(problems) + hint if problems else "right on steady, drifting, spiky, quiet "
-                                                                            "and noisy machines, and silent on noise")
+            which = "first quartile is above" if result[1] > result[0] else "third quartile is below"
+            problems.append(f"{what}: in {_shown(result)}, the {which} the median: these are not the median and "
+                            "quartiles of one set of numbers")
+        if order and timer.drift:
+            problems[-1] += f"; {order}, so the machine's drift lands in the difference"
+    if problems:
+        return Result(False, "\n".join(problems) + "\nLook again at lesson 07, section 2: how a cost is measured, and "
+                                                   "when it is called one.")
+    return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
+                        "rounds, and silent on noise")
 
 
 # ---------------------------------------------------------------------------------------------
 # 08: shipping
 
 
+_AOTI_CALLS = ("lesson 08's model on 5 rows", "a second model (other weights) on 3 rows")
+
+
 @exercise("08.load_before_aoti", "easy")
 def load_before_aoti(path: Path) -> Result:
-    site = shipping.install(shipping.build_wheel())
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+
+    from helpers import paths
+
+    from .toolkit import WATCHDOG
+
+    installed = shipping.install(shipping.build_wheel())
     build.load_all("schemas", "cpu", "meta", "composite")
-    model, model_pt2 = shipping.mlp_package()
-    x = torch.randn(5, 32, generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        expected = model(x)
-    io = shipping.SHIPPING / f"exercise_08_io_{path.stem}.pt"
-    torch.save({"x": x, "expected": expected}, io)
-    printed = shipping.run_python(f"""
-        import importlib.util, torch
-        spec = importlib.util.spec_from_file_location("answer", {str(path)!r})
-        answer = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(answer)
-        io = torch.load({str(io)!r})
-        print("same as eager:", torch.allclose(answer.run({str(model_pt2)!r}, io["x"]), io["expected"], atol=1e-6))
-    """, site, check=False)
-    # The verdict, or the error that ended the fresh Python: not the log lines torch may print on the way (a CUDA
-    # build of torch on a machine without a GPU logs "No CUDA runtime is found" when cpp_extension is imported).
-    lines = [line for line in printed.splitlines() if line.startswith("same as eager:") or "Error" in line]
-    last = lines[-1] if lines else "(nothing printed)"
-    if last == "same as eager: True":
-        return Result(True, last)
-    return Result(False, f"in the fresh Python: {last}\nLook again at lesson 08, 'From a fresh Python': what the "
-                         "package holds of the operators it calls, and what it does not.")
+    generator = torch.Generator().manual_seed(1)
+    models = [shipping.mlp_package(seed) for seed in range(len(_AOTI_CALLS))]
+    calls = []  # (the .pt2 file, x, every model's output for x): a wrong output may be another model's
+    for (_, model_pt2), rows in zip(models, (5, 3)):
+        x = torch.randn(rows, 32, generator=generator)
+        with torch.no_grad():
+            calls.append((str(model_pt2), x, [model(x) for model, _ in models]))
+    hint = "\nLook again at lesson 08, 'From a fresh Python'"
+    # The package where pip would put it on another machine: in a folder of its own, not where lesson 08 put it, so
+    # that a library loaded by its path in the workbook's build folder is told apart from the installed one's.
+    with tempfile.TemporaryDirectory(prefix="workbook_08_") as elsewhere:
+        site = shutil.copytree(installed, Path(elsewhere) / "site-packages")
+        torch.save(calls, Path(elsewhere) / "calls.pt")
+        program = f"""
+            import importlib.util, json, os, torch
+            os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"  # as lesson 08 advises where inputs come from outside
+            spec = importlib.util.spec_from_file_location("answer", {str(path)!r})
+            answer = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(answer)
+            for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
+                print("CALLING", n)
+                out = answer.run(model_pt2, x)
+                same = [isinstance(out, torch.Tensor) and out.shape == output.shape and torch.allclose(out, output,
+                        atol=1e-6) for output in outputs]
+                print("CALLED", json.dumps({{"n": n, "same": same, "grad_mode": torch.is_grad_enabled()}}))
+            mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
+            libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
+            build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
+            print("FROM THE BUILD", json.dumps(sorted(p for p in libraries if os.path.realpath(p).startswith(build))))
+        """
+        limit = WATCHDOG.seconds or 600  # the runner's limit on the reader's code: torch's import is in it too
+        try:
+            printed = shipping.run_python(program, Path(site), check=False, timeout=limit)
+        except subprocess.TimeoutExpired:
+            return Result(False, f"in the fresh Python, your code ran for {limit:.0f} s without finishing: does it "
+                                 "loop forever?")
+    lines = printed.splitlines()
+    started = [int(line.split()[1]) for line in lines if line.startswith("CALLING ")]
+    done = [json.loads(line.removeprefix("CALLED ")) for line in lines if line.startswith("CALLED ")]
+    from_build = [json.loads(line.removeprefix("FROM THE BUILD ")) for line in lines
+                  if line.startswith("FROM THE BUILD ")]
+    if not from_build:  # it raised, or ended: the error that ended the fresh Python, not the log lines torch may print
+        # on the way (a CUDA build of torch on a machine without a GPU logs "No CUDA runtime is found")
+        errors = [line for line in lines if "Error" in line]
+        when = f"run() on {_AOTI_CALLS[started[-1]]}" if started else "your file, as it was loaded"
+        last = errors[-1] if errors else "(nothing printed)"
+        where = (" (the check sets AOTI_RUNTIME_CHECK_INPUTS=1, as the lesson advises): which batch sizes the compiled "
+                 "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
+                 "what it does not")
+        return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
+    for call in done:
+        what = f"run() on {_AOTI_CALLS[call['n']]}"
+        if not call["same"][call["n"]]:
+            other = [_AOTI_CALLS[n].split(" on ")[0] for n, same in enumerate(call["same"]) if same]
+            got = (f" returned what {other[0]} gives, the model of an earlier call: each call names the .pt2 file "
+                   "whose model it runs" if other else " did not return the model's output")
+            return Result(False, f"in the fresh Python, {what}{got}.{hint}.")
+        if not call["grad_mode"]:
+            return Result(False, f"in the fresh Python, grad mode was off after {what}, where it was on before: code "
+                                 "that changes thread-local state must restore it, or the caller's later code (its "
+                                 "training, say) runs changed (lesson 00, section 2).")
+    if from_build[0]:
+        build_folder = paths.BUILD.resolve()
+        shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]
+        more = f" (and {len(shown) - 1} more)" if len(shown) > 1 else ""
+        return Result(False, f"in the fresh Python, your code loaded {shown[0]}{more} from the workbook's build "
+                             "folder: a production machine has none, only the package where pip installed it (here, in "
+                             f"a folder of its own).{hint}.")
+    return Result(True, "same as eager, for both models; grad mode as it was; the operators from the installed package")
 
 
 def _stable_add_opcheck_cases() -> list[tuple]:
@@ -1680,6 +1821,10 @@ def _stable_add_refused() -> list[tuple]:
 
 @exercise("08.stable_autograd", "hard")
 def stable_autograd(path: Path) -> Result:
+    import re
+
+    from torch.autograd.gradcheck import GradcheckError
+
     build.load("stable")
     answer = load_python(path)
     library = torch.library.Library("workbook_stable", "FRAGMENT")
@@ -1701,10 +1846,30 @@ def stable_autograd(path: Path) -> Result:
                                  + hint)
         if any(FALLBACK_WARNING in str(w.message) for w in caught):
             return Result(False, f"{what}: the gradient came from torch's autograd fallback, not from a formula" + hint)
-    args = (torch.randn(3, 4, dtype=torch.float64, requires_grad=True),
-            torch.randn(4, 3, dtype=torch.float64).t().requires_grad_())
-    if not torch.autograd.gradcheck(op, args, raise_exception=False):
-        return Result(False, "gradcheck failed: your backward's gradients are not those of self + other" + hint)
+    for grads in ((True, True), (True, False), (False, True)):
+        case = f"float64 inputs, `other` transposed, requires_grad {grads}"
+        a = torch.randn(3, 4, dtype=torch.float64, requires_grad=grads[0])
+        b = torch.randn(4, 3, dtype=torch.float64).t().requires_grad_(grads[1])
+        try:
+            torch.autograd.gradcheck(op, (a, b))
+        except GradcheckError as error:  # "... with respect to input N": N counts the inputs that require grad
+            which = re.search(r"with respect to input (\d+)", str(error))
+            differentiable = [name for name, needs in zip(("self", "other"), grads) if needs]
+            what = (f"the gradient of `{differentiable[int(which[1])]}` that your backward gives differs from the "
+                    "numerical one" if which else str(error).splitlines()[0][:200])
+            return Result(False, f"gradcheck failed for {case}: {what}" + hint)
+    # gradcheck's grad_outputs are ones and zeros, exact in every dtype: a random one tells a gradient computed in less
+    # precision than the inputs have.
+    a, b = (torch.randn(3, 4, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    grad_output = torch.randn(3, 4, dtype=torch.float64)
+    op(a, b).backward(grad_output)
+    for name, tensor in (("self", a), ("other", b)):
+        if tensor.grad is not None and not torch.equal(tensor.grad, grad_output):
+            error = (tensor.grad - grad_output).abs().max().item()
+            return Result(False, f"float64 inputs, backward with a grad_output of random float64 values: the gradient "
+                                 f"of `{name}` is off by up to {error:.2g}, as if computed in a dtype of less "
+                                 "precision than the inputs' (gradcheck's grad_outputs, ones and zeros, are exact in "
+                                 "every dtype and cannot tell)" + hint)
     meta = "lesson 06, section 4: a kernel given by register_fake runs on meta tensors too, and returns meta tensors"
     for dtype in (torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloat16, torch.float16):
         a, b = torch.ones(4, 3, dtype=dtype).t(), torch.ones(3, 4, dtype=dtype)
@@ -1736,8 +1901,9 @@ def stable_autograd(path: Path) -> Result:
                              f"(\"{refused}\"): torch.compile and torch.export would trace a call that fails when it "
                              "runs.\nLook again at lesson 02: the workbook's Meta kernels (csrc/meta.cpp) check what "
                              "its CPU kernels check.")
-    return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad; the fake kernel keeps "
-                        "sizes symbolic, works on meta tensors, and refuses what the CPU kernel refuses")
+    return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
+                        "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
+                        "kernel refuses")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1766,6 +1932,9 @@ def served(path: Path) -> Result:
         overloads = {op for op in called | inside if op.split(".")[0] == yours[0].split(".")[0]} - {yours[0]}
         if yours[0] == theirs[0]:
             where = f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}"
+        elif yours[0].endswith(".default") and yours[0].removesuffix(".default") in called | inside:
+            where = (f"your call {i + 1}, {yours[0]!r}, spells a default overload with its name: the trace recorder "
+                     "names a default overload without one, as the task's examples are written")
         elif yours[0] in inside:
             where = (f"your call {i + 1}, {yours[0]!r}, is not the operator of a call that reaches the device from "
                      "outside: it runs at PrivateUse1 only inside another operator's kernel, and calls a kernel makes "
@@ -1873,6 +2042,8 @@ def _mul_out_problems() -> list[str]:
 
     strided_other = ("out holds the wrong values, though they were right with contiguous arguments: `other` is a "
                      "transposed view here, and its elements were not read where its strides put them")
+    far = ("out holds values far from those aten's mul writes (at {at}: {got} for {want}): the product was computed, "
+           "or an argument converted, in another dtype than aten computes self * other in")
     near = ("out holds values near the product but not those aten's mul writes (at {at}: {got} for {want}): the "
             "product was computed, or an argument rounded, in another dtype than aten computes self * other in")
     plain, harder, refused = _mul_out_cases()
@@ -1910,7 +2081,7 @@ def _mul_out_problems() -> list[str]:
                 elif values.dtype != want.dtype or not torch.equal(values, want):
                     wrong = wrong_values.get(case, near if group is harder else None)
                     if wrong is near and not torch.allclose(values.double(), want.double(), rtol=1e-2):
-                        wrong = None  # not a rounding: far from the product
+                        wrong = far  # not a rounding: an argument or the product cast to an integer dtype, say
                     if wrong:
                         at = next(zip(*torch.nonzero(values != want, as_tuple=True)), ())
                         at = tuple(int(i) for i in at)

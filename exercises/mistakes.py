@@ -63,6 +63,15 @@ STABLE_CHECKS = """\
     torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
     torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
 """  # 08.stable_autograd's solution, as mistakes edit it
+# 07.layer_cost's solution, likewise
+LAYER_DIFFERENCES = ("    # Both sides in every round, one after the other: a slow moment of the machine hits both "
+                     "alike.\n    differences = [time_with() - time_without() for _ in range(rounds)]\n")
+LAYER_QUANTILES = '    q1, median, q3 = statistics.quantiles(differences, n=4, method="inclusive")\n'
+LAYER_RETURN = ("    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is "
+                "above zero\n")
+# 08.load_before_aoti's solution, likewise
+AOTI_IMPORT = "    import workbook_ops  # noqa: F401 - registers the operators the package calls by name\n"
+AOTI_RUN = "    model = torch._inductor.aoti_load_package(model_pt2)\n    return model(x)\n"
 VMAP_INPUTS = ('    xs, ys = (t.movedim(dim, 0) if dim is not None else t.expand(size, *t.shape) for t, dim in '
                'zip((x, y), in_dims))\n')  # 06.vmap_rule's solution, likewise
 VMAP_RETURN = 'rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), 0'
@@ -760,13 +769,17 @@ MISTAKES = [
                    (FAKE_RETURN, "    return torch.cat([a, b]).view(2, a.size(0), *a.shape[1:])\n")]),
     Mistake('06.fake_kernel', 'sizes_read_as_ints', "the right metadata, a's sizes read as ints: symbolic ones "
             "specialize",
-            expect='your fake kernel turned s',
+            expect='into 4 (at line 21 of your file): the traced code then holds for this size only',
             edits=[(FAKE_RETURN, '    return torch.cat([a, b]).view(2, *[int(size) for size in a.shape])\n')]),
     Mistake('06.fake_kernel', 'new_empty_of_int_sizes', "new_empty of a's sizes read as ints (a learner's run passed "
             "it)",
             expect="your fake kernel's output has strides",
             edits=[(FAKE_RETURN,
                     '    return a.new_empty(2, *[int(s) for s in a.shape], dtype=torch.result_type(a, b))\n')]),
+    Mistake('06.fake_kernel', 'stack_of_empty_likes', "torch.stack of two empty_likes: right metadata, but stack's "
+            "type promotion specializes symbolic sizes (a reviewer's answer to the task before symbolic sizes)",
+            expect='your fake kernel turned s26 into 6 (inside a torch function it calls: _maybe_convert_to_dtype',
+            edits=[(FAKE_RETURN, '    return torch.stack([torch.empty_like(a), torch.empty_like(b)])\n')]),
     # 06.vmap_rule
     Mistake('06.vmap_rule', 'batch_first_assumed', 'each batch taken to be in dimension 0, whatever in_dims says',
             expect='with x batched in dimension 2, y in dimension 1',
@@ -793,7 +806,9 @@ MISTAKES = [
             edits=[('    size = info.batch_size\n', '    size = x.shape[in_dims[0]]\n')]),
     Mistake('06.vmap_rule', 'inferred_sizes', 'reshape(-1, m): no size can be inferred from 0 elements',
             expect='with an empty batch (B = 0) of y, x with no batch (strides [6, 1] and [30, 6, 1]): your rule '
-                   'raised RuntimeError: cannot reshape tensor of 0 elements',
+                   'raised RuntimeError: cannot reshape tensor of 0 elements into shape [0, -1] because the '
+                   'unspecified dimension size -1 can be any value and is ambiguous\nA size of -1 is worked out from '
+                   'the number of elements',
             edits=[(VMAP_RETURN, 'rowdot(xs.reshape(-1, m), ys.reshape(-1, m)).reshape(size, -1), 0')]),
     Mistake('06.vmap_rule', 'float32_sum', 'summed in float32 and cast back: float64 loses precision',
             expect='with float64 matrices, x batched in dimension 0, y with no batch: wrong result, off by up to',
@@ -807,26 +822,19 @@ MISTAKES = [
     # 07.layer_cost
     Mistake('07.layer_cost', 'always_a_cost', "interleaved and robust, but it never says 'within noise'",
             expect='no layer at all: the same call twice: you report',
-            edits=[('    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.\n',
-             ''),
-            ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
-             '    return median, q1, q3\n')]),
+            edits=[(LAYER_DIFFERENCES, "    differences = [time_with() - time_without() for _ in range(rounds)]\n"),
+                   (LAYER_RETURN, '    return median, q1, q3\n')]),
     Mistake('07.layer_cost', 'mean', 'interleaved, but the mean of the differences',
             expect='a statistic that one spike can move',
-            edits=[('    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.\n',
-             ''),
-            ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
-             ('    mean = statistics.mean(differences)\n'
-              '    return (mean, min(q1, mean), max(q3, mean)) if q1 > 0 else None\n'))]),
+            edits=[(LAYER_DIFFERENCES, "    differences = [time_with() - time_without() for _ in range(rounds)]\n"),
+                   (LAYER_RETURN, ('    mean = statistics.mean(differences)\n'
+                                   '    return (mean, min(q1, mean), max(q3, mean)) if q1 > 0 else None\n'))]),
     Mistake('07.layer_cost', 'separate_loops', 'every call with the layer first, then every call without',
-            expect='you timed all calls with the layer before any without',
-            edits=[(('    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.\n'
-              '    differences = [time_with() - time_without() for _ in range(rounds)]\n'),
-             ('    with_ = [time_with() for _ in range(rounds)]\n'
-              '    without = [time_without() for _ in range(rounds)]\n'
-              '    differences = [a - b for a, b in zip(with_, without)]\n')),
-            ('    return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero\n',
-             '    return (median, q1, q3) if q1 > 0 else None\n')]),
+            expect='you timed every call with the layer before any without it',
+            edits=[(LAYER_DIFFERENCES, ('    with_ = [time_with() for _ in range(rounds)]\n'
+                                        '    without = [time_without() for _ in range(rounds)]\n'
+                                        '    differences = [a - b for a, b in zip(with_, without)]\n')),
+                   (LAYER_RETURN, '    return (median, q1, q3) if q1 > 0 else None\n')]),
     Mistake('07.layer_cost', 'few_rounds', 'three rounds, whatever `rounds` says',
             expect='you called time_with() 3 and time_without() 3 times, for 15 rounds',
             edits=[('for _ in range(rounds)]', 'for _ in range(3)]')]),
@@ -838,6 +846,29 @@ MISTAKES = [
             expect='no layer at all, on a noisy machine (noise of 0.3 µs): you report (0.151',
             edits=[('    return (median, q1, q3) if q1 > 0 else None',
                     '    return (median, q1, q3) if median > 0.01 else None')]),
+    Mistake('07.layer_cost', 'baseline_first', 'every call without the layer first, then every call with it',
+            expect='you timed every call without the layer before any with it, so the machine\'s drift lands',
+            edits=[(LAYER_DIFFERENCES, ('    without = [time_without() for _ in range(rounds)]\n'
+                                        '    differences = [time_with() - baseline for baseline in without]\n'))]),
+    Mistake('07.layer_cost', 'upper_middle', "the middle element of the sorted differences as the median, the elements "
+            "at n/4 and 3n/4 as quartiles: for an even n, not a median (a learner's run passed it)",
+            expect='your median, 0.379 µs, is one of the two middle differences of 16 rounds',
+            edits=[(LAYER_QUANTILES, ('    ordered, n = sorted(differences), len(differences)\n'
+                                      '    median, q1, q3 = ordered[n // 2], ordered[n // 4], '
+                                      'ordered[3 * n // 4]\n'))]),
+    Mistake('07.layer_cost', 'quartiles_of_each_side', "interleaved, but each side's quartiles taken apart and "
+            "subtracted", expect='the third quartile is below the median: these are not the median and quartiles',
+            edits=[(LAYER_DIFFERENCES + LAYER_QUANTILES, (
+                '    with_, without = [], []\n'
+                '    for _ in range(rounds):  # both sides in every round\n'
+                '        with_.append(time_with())\n'
+                '        without.append(time_without())\n'
+                '    spreads = [statistics.quantiles(times, n=4, method="inclusive") for times in (with_, without)]\n'
+                '    q1, median, q3 = (a - b for a, b in zip(*spreads))\n'))]),
+    Mistake('07.layer_cost', 'quantiles_order', "statistics.quantiles' order returned: (q1, median, q3)",
+            expect='reads as (first quartile, median, third quartile), not (median, first quartile, third quartile)',
+            edits=[('    return (median, q1, q3) if q1 > 0 else None',
+                    '    return (q1, median, q3) if q1 > 0 else None')]),
     # 07.records_graph
     Mistake('07.records_graph', 'first_input_only', "only the first input's requires_grad looked at",
             expect='grad mode on, requires_grad (False, True)',
@@ -897,6 +928,19 @@ MISTAKES = [
              ('    torch.set_grad_enabled(False)\n'
               '    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)\n'
               '    torch.set_grad_enabled(True)\n'))]),
+    Mistake('07.records_graph', 'two_unpacked', "the arguments unpacked as two tensors, as mul's are (a learner's run "
+            "passed it)", expect='called with 1 tensor(s) (grad mode on, one input, not requiring grad), your function '
+                                 'raised ValueError',
+            edits=[('    backward = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)\n',
+                    '    a, b = tensors\n'
+                    '    backward = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)\n'),
+                   ('any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)',
+                    'any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in (a, b))')]),
+    Mistake('07.records_graph', 'first_two_only', 'only the first two arguments looked at',
+            expect='grad mode on, three inputs, the third requiring grad (torch.addcmul records a graph; your answer: '
+                   'False)',
+            edits=[('any(t.requires_grad for t in tensors)', 'any(t.requires_grad for t in tensors[:2])'),
+                   ('tangent is not None for t in tensors)', 'tangent is not None for t in tensors[:2])')]),
     # 08.load_before_aoti
     Mistake('08.load_before_aoti', 'export_load', "torch.export.load: the exported program's loader, not AOTInductor's",
             expect='Error',
@@ -919,6 +963,28 @@ MISTAKES = [
             (('    model = torch._inductor.aoti_load_package(model_pt2)\n'
               '    return model(x)\n'),
              '    return torch._inductor.aoti_load_package(model_pt2)(x)\n')]),
+    Mistake('08.load_before_aoti', 'model_loaded_once', "the first call's model kept and run for every later file (a "
+            "learner's run passed it)", expect="returned what lesson 08's model gives, the model of an earlier call",
+            edits=[('def run(model_pt2: str, x: torch.Tensor) -> torch.Tensor:\n',
+                    'loaded = None\n\n\ndef run(model_pt2: str, x: torch.Tensor) -> torch.Tensor:\n'
+                    '    global loaded\n'),
+                   (AOTI_RUN, ('    if loaded is None:  # loading a package takes time: once\n'
+                               '        loaded = torch._inductor.aoti_load_package(model_pt2)\n'
+                               '    return loaded(x)\n'))]),
+    Mistake('08.load_before_aoti', 'library_from_the_build', "the operators' library loaded by its path in the build "
+            "folder, where lesson 08 installed it (a learner's run passed it)",
+            expect="your code loaded build/shipping/site_",
+            edits=[(AOTI_IMPORT, ('    import glob, os\n\n'
+                                  '    build = os.environ.get("WORKBOOK_BUILD_DIR", "build")\n'
+                                  '    sites = glob.glob(f"{build}/shipping/site_*/workbook_ops/_C*.so")\n'
+                                  '    torch.ops.load_library(max(sites, key=os.path.getmtime))\n'))]),
+    Mistake('08.load_before_aoti', 'grad_mode_left_off', "grad mode turned off for inference, and never restored (a "
+            "learner's run passed it)", expect='grad mode was off after run() on',
+            edits=[(AOTI_IMPORT, AOTI_IMPORT + '    torch.set_grad_enabled(False)  # inference only\n')]),
+    Mistake('08.load_before_aoti', 'row_by_row', "one row at a time: below the batch of 2 AOTInductor's model takes (a "
+            "learner's run passed it)", expect='dim value is too small',
+            edits=[(AOTI_RUN, ('    model = torch._inductor.aoti_load_package(model_pt2)\n'
+                               '    return torch.cat([model(row.unsqueeze(0)) for row in x])\n'))]),
     # 08.stable_autograd
     Mistake('08.stable_autograd', 'empty_like', "torch.empty_like(self): self's strides, which a transposed self "
             "does not share with the output",
@@ -931,7 +997,8 @@ MISTAKES = [
             ('    return grad, grad  # one gradient per input\n',
              '    return grad\n')]),
     Mistake('08.stable_autograd', 'other_forgotten', 'no gradient for other',
-            expect='gradcheck failed',
+            expect='gradcheck failed for float64 inputs, `other` transposed, requires_grad (True, True): the gradient '
+                   'of `other`',
             edits=[('    pass  # d(self + other) needs nothing from forward\n',
              '    pass\n'),
             ('    return grad, grad  # one gradient per input\n',
@@ -961,8 +1028,19 @@ MISTAKES = [
             "int64'", expect='accepted two float8_e5m2 tensors',
             edits=[('self.dtype in SUPPORTED,',
                     '(self.dtype.is_floating_point or self.dtype in (torch.int32, torch.int64)),')]),
+    Mistake('08.stable_autograd', 'ones_as_gradients', 'd(self + other)/dself = 1 taken for the gradient: right only '
+            'where grad_output is all ones',
+            expect='gradcheck failed for float64 inputs, `other` transposed, requires_grad (True, True): the gradient '
+                   'of `self` that your backward gives differs',
+            edits=[('    return grad, grad  # one gradient per input\n',
+                    '    return torch.ones_like(grad), torch.ones_like(grad)\n')]),
+    Mistake('08.stable_autograd', 'float32_gradients', "gradients returned in float32: float64 ones rounded (a "
+            "learner's run passed it: gradcheck's grad_outputs are exact in float32)",
+            expect='a grad_output of random float64 values: the gradient of `self` is off by up to',
+            edits=[('    return grad, grad  # one gradient per input\n', '    return grad.float(), grad.float()\n')]),
     # 09.served
-    Mistake('09.served', 'matmul_reaches_the_device', 'aten::matmul listed: a composite operator, it never reaches the key',
+    Mistake('09.served', 'matmul_reaches_the_device', 'aten::matmul listed: a composite operator, it never reaches the '
+            'key',
             expect="your call 1, 'aten::matmul', is not the operator",
             edits=[('    ("aten::mm", "native"),', '    ("aten::matmul", "native"),')]),
     Mistake('09.served', 'relu_native', 'relu served by a kernel of ours',
@@ -971,7 +1049,8 @@ MISTAKES = [
     Mistake('09.served', 'fallback_copies_counted', "the fallback's copies listed as calls that reach the device",
             expect="your call 4, 'aten::_copy_from', is not the operator",
             edits=[('    ("aten::relu", "fallback"),\n',
-                    '    ("aten::relu", "fallback"),\n    ("aten::_copy_from", "native"),\n    ("aten::_copy_from", "native"),\n')]),
+                    '    ("aten::relu", "fallback"),\n    ("aten::_copy_from", "native"),\n'
+                    '    ("aten::_copy_from", "native"),\n')]),
     Mistake('09.served', 'broadcast_needs_the_fallback', 'a broadcasting add thought to need the fallback',
             expect="your call 2, aten::add.Tensor, does reach the device, but is not served by 'fallback'",
             edits=[('    ("aten::add.Tensor", "native"),', '    ("aten::add.Tensor", "fallback"),')]),
@@ -993,6 +1072,9 @@ MISTAKES = [
                      'with trace.recording() as events:\n    torch.relu(x @ w + b).sum()\n'
                      'SERVED = device.served(events) or [\n')),
                    ]),
+    Mistake('09.served', 'default_spelled_out', "sum's default overload written out as .default, which the trace "
+            "recorder leaves off", expect="your call 4, 'aten::sum.default', spells a default overload with its name",
+            edits=[('    ("aten::sum", "native"),', '    ("aten::sum.default", "native"),')]),
     # 09.inplace_kernel
     Mistake('09.inplace_kernel', 'computes_on_a_copy', "mul.out run on .cpu() copies, as lesson 09's add_on_a_copy",
             expect='on two 4 x 5 tensors into a 4 x 5 `out`: out did not change',
@@ -1032,6 +1114,11 @@ MISTAKES = [
     Mistake('09.inplace_kernel', 'computed_in_outs_dtype', "the product computed in out's dtype, not the promoted one",
             expect='on two float32 tensors into a float64 `out`: out holds values near the product',
             edits=[('    product = self * other\n', '    product = self.to(out.dtype) * other.to(out.dtype)\n')]),
+    Mistake('09.inplace_kernel', 'other_cast_to_self', "other converted to self's dtype before the product: an int32 "
+            "self truncates a float32 other",
+            expect="on an int32 self times a float32 other into a float32 `out`: out holds values far from those "
+                   "aten's mul writes (at [1]: 0.0 for 0.5)",
+            edits=[('    product = self * other\n', '    product = self * other.to(self.dtype)\n')]),
     Mistake('09.inplace_kernel', 'cpu_out_accepted', 'self and other checked for the device, out not',
             expect='a 4 x 5 CPU tensor as `out` was accepted',
             edits=[('("self", self), ("other", other), ("out", out)', '("self", self), ("other", other)')]),

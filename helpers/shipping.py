@@ -128,20 +128,21 @@ def _is_this_process(venv: Path | None) -> bool:
     return venv is None or venv.resolve() == Path(sys.prefix).resolve()
 
 
-def run_python(code: str, site: Path | None = None, check: bool = True, venv: Path | None = None) -> str:
+def run_python(code: str, site: Path | None = None, check: bool = True, venv: Path | None = None,
+               timeout: float = 600) -> str:
     """Run `code` in a fresh Python that cannot import the workbook (its checkout is taken off sys.path) but sees
     `site`: this process's Python (isolated.run), or another venv's. Returns what it printed; with check=False, its
-    error output too."""
+    error output too. subprocess.TimeoutExpired once it has run `timeout` seconds (it is ended then)."""
     prelude = textwrap.dedent(f"""\
         import sys
         sys.path[:] = [p for p in sys.path if p not in ({str(REPO)!r}, '')]
         sys.path.insert(0, {str(site) if site else ''!r})
         """)
     if _is_this_process(venv):
-        done = isolated.run(prelude + textwrap.dedent(code))
+        done = isolated.run(prelude + textwrap.dedent(code), timeout=timeout)
     else:
         done = subprocess.run([str(venv / "bin" / "python"), "-c", prelude + textwrap.dedent(code)],
-                              capture_output=True, text=True, cwd=REPO, timeout=600)
+                              capture_output=True, text=True, cwd=REPO, timeout=timeout)
     if check and done.returncode != 0:
         raise RuntimeError(f"the fresh Python failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return done.stdout + ("" if check else done.stderr)
@@ -283,24 +284,25 @@ def build_runner() -> Path:
         return program
 
 
-def exported_mlp() -> tuple[torch.nn.Module, torch.export.ExportedProgram]:
-    """samples.TinyMLP, exported (no grad, eval mode) with a symbolic batch dimension: what lesson 08 and exercise
-    08 compile with AOTInductor."""
-    model = samples.TinyMLP().eval()
+def exported_mlp(seed: int = 0) -> tuple[torch.nn.Module, torch.export.ExportedProgram]:
+    """samples.TinyMLP (its weights drawn from `seed`), exported (no grad, eval mode) with a symbolic batch dimension:
+    what lesson 08 and exercise 08 compile with AOTInductor."""
+    model = samples.TinyMLP(seed=seed).eval()
     with torch.no_grad():
         batch = torch.export.Dim("batch")
         return model, torch.export.export(model, (torch.zeros(3, 32),), dynamic_shapes={"x": {0: batch}})
 
 
-def mlp_package() -> tuple[torch.nn.Module, Path]:
-    """exported_mlp()'s model and its aoti_package, without the export (about 2 s) where the package exists: the
-    path is kept under a key over what the export reads (the model's code, csrc's operators, torch's version). For
-    the tests and the exercise check; the lesson exports, to show the program."""
+def mlp_package(seed: int = 0) -> tuple[torch.nn.Module, Path]:
+    """exported_mlp(seed)'s model and its aoti_package, without the export (about 2 s) where the package exists: the
+    path is kept under a key over what the export reads (the model's code and seed, csrc's operators, torch's
+    version). For the tests and the exercise check (which runs a second model too); the lesson exports, to show the
+    program."""
     inputs = [REPO / "helpers" / "samples.py", Path(__file__), *sorted(CSRC.glob("*.cpp")), *sorted(CSRC.glob("*.h"))]
-    known = SHIPPING / f"mlp_package_{_hash(inputs)}.txt"
+    known = SHIPPING / f"mlp_package_{_hash(inputs, f'seed {seed}')}.txt"
     if known.exists() and (path := Path(known.read_text())).exists():
-        return samples.TinyMLP().eval(), path
-    model, program = exported_mlp()
+        return samples.TinyMLP(seed=seed).eval(), path
+    model, program = exported_mlp(seed)
     path = aoti_package(program)
     written = known.with_suffix(f".{os.getpid()}")
     written.write_text(str(path))

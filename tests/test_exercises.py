@@ -71,7 +71,8 @@ def test_no_skeleton_diagnosis_gives_the_answer():
     # What a lesson stores for an untouched skeleton is its diagnosis: it must not contain the solution's own answer.
     spoilers = {"00.predict_path": "'AutogradCPU'", "01.schema": "Tensor(a!)", "02.composite_key": "CompositeImplicit",
                 "03.fallthrough": "fallthrough_kernel", "05.register_autocast": "register_autocast",
-                "05.autocast_guard": "ExcludeDispatchKeyGuard"}
+                "05.autocast_guard": "ExcludeDispatchKeyGuard", "06.fake_kernel": "[2, 3, 4]",
+                "06.vmap_rule": "one matrix"}
     verdicts = lesson_verdicts()
     for exercise_id, answer in spoilers.items():
         diagnosis = verdicts[exercise_id].split("\n", 1)[1]  # the lines under "FAIL  <id>  (<file>)"

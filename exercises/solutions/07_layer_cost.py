@@ -2,10 +2,10 @@
 
 Write `layer_cost(time_with, time_without, rounds)`. Each call of `time_with()` times one call of an operator with a
 layer (an Autograd kernel, say) and returns microseconds; `time_without()` the same call without the layer. Return
-the layer's cost as (median, first quartile, third quartile) in microseconds, over `rounds` rounds, or None when the
-cost is within the noise of the machine. The check hands you made-up timers, and counts your calls: a steady machine,
-one that slows down as it runs, one with spikes, a quiet one with a small layer, and two where the layer costs
-nothing, one of them noisy.
+the layer's cost as (median, first quartile, third quartile) in microseconds (any usual definition of a quartile),
+over `rounds` rounds, or None when the cost is within the noise of the machine. The check hands you made-up timers,
+and counts your calls: a steady machine, one that slows down as it runs, one with spikes, a quiet one with a small
+layer, and two where the layer costs nothing, one of them noisy; over an odd and an even number of rounds.
 """
 
 import statistics

@@ -1,6 +1,7 @@
 """exercises/runner.py: what a check says when the reader's code ends the check's process, or never returns. Each
-answer here is a tiny file that does only that."""
+answer here is a tiny file that does only that, or fails to compile."""
 
+import re
 import time
 
 import exercises
@@ -74,4 +75,5 @@ def test_a_compile_error_shows_the_compilers_first_errors_with_short_paths():
         answer.write_text(broken)
     diagnosis = runner.run("02.meta_kernel", answer).diagnosis
     assert diagnosis.startswith("Your 02_meta_kernel.cpp failed to compile. First errors:\n\n02_meta_kernel.cpp:")
-    assert "error: expected ';'" in diagnosis and str(paths.BUILD) not in diagnosis, diagnosis
+    assert re.search(r"\n02_meta_kernel\.cpp:\d+:\d+: error: expected", diagnosis), diagnosis
+    assert str(paths.BUILD) not in diagnosis, diagnosis

@@ -11,10 +11,10 @@ the schemas this lesson shows:
 
 Write their schemas (SCHEMAS; `lo` and `hi` are floats) and the tags they need (TAGS: name -> list of torch.Tag), so
 that each schema tells the truth about what its kernel writes and which outputs share storage with which arguments:
-no promise missing, and none that the kernel does not keep. The check compares each schema's promises with what its
-kernel does, then runs torch.library.opcheck on each operator with its kernel and a fake kernel, on contiguous and
-transposed inputs, torch.compile's test included where torch can compile the operator (it cannot compile a custom
-operator that returns a view).
+no promise missing, and none that the kernel does not keep (a tag is a promise too). The check compares each
+schema's promises with what its kernel does, then runs torch.library.opcheck on each operator with its kernel and a fake
+kernel, on contiguous and transposed inputs, torch.compile's test included where torch can compile the operator (it
+cannot compile a custom operator that returns a view).
 """
 
 import torch

@@ -42,14 +42,36 @@ def predict_path(path: Path) -> Result:
     actual = trace.path(steps)
     answer = list(read_literal(path, "PATH", "a list of dispatch key names, each in quotes", lambda value: isinstance(
         value, (list, tuple)) and all(isinstance(key, str) for key in value)))
-    # Where to look depends on what the dispatcher does at the reader's first wrong key.
+    if unknown := [key for key in answer if torch._C._parse_dispatch_key(key) is None]:
+        return Result(False, f"{unknown[0]!r} is not the name of a dispatch key (names are case-sensitive): write the "
+                             "keys as lesson 00, section 1 prints them.")
+    if several := [key for key in answer if not _is_runtime_key(key)]:
+        return Result(False, f"{several[0]!r} names a functionality or an alias, which stands for several keys: the "
+                             "dispatcher calls each kernel at one key of the call's keyset (lesson 00, section 1: the "
+                             "keys a tensor carries).")
+    # Where to look depends on what the dispatcher does at the reader's first wrong key, unless the reader left out a
+    # kernel that runs: then the mistake is about what no_grad does.
     i = first_difference(answer, actual)
     status = next((step.status for step in steps if i is not None and step.key == answer[i]), None)
+    if i is not None and actual[i] not in answer:
+        status = None
     where_to_look = {"fallthrough": "lesson 00, sections 3 and 4: what the dispatcher does at a key whose entry is a "
                                     "fallthrough.",
                      "excluded": "lesson 00, section 2: which keys the thread-local exclude set takes out of every "
                                  "call."}.get(status, "lesson 00, section 2: what no_grad changes, and what not.")
     return compare_paths(answer, actual, where_to_look)
+
+
+def _is_runtime_key(name: str) -> bool:
+    """Whether `name` is a key a kernel is called at: a set of it holds that key itself, where a set of a functionality
+    ("AutogradFunctionality") or an alias ("CompositeImplicitAutograd") holds no key of that name."""
+    key = torch._C.DispatchKeySet(torch._C._parse_dispatch_key(name)).highestPriorityTypeId()
+    return torch._C._dispatch_key_name(key) == name
+
+
+_NO_ENTRY = ("lesson 00, sections 4 and 5: what the dispatcher does at a key of the keyset with no entry in the "
+             "table.")
+_MATH_KERNEL = "lesson 00, section 4 (the path of a call): what the walk does at a math kernel."
 
 
 def _walk_cases():
@@ -65,11 +87,14 @@ def _walk_cases():
 
     a, b = torch.randn(2, 3), torch.randn(3, 4)
     x, y = torch.randn(3, requires_grad=True), torch.randn(3)
+    conjugated = torch.randn(2, 2, dtype=torch.complex64).conj()  # lazily: it carries the Conjugate key
     walk = ("lesson 00, 'Underneath trace.call': the keyset's three terms, and what the walk does at a fallthrough and "
             "at a backend key.")
     sets = ("lesson 00, section 2 (thread-local state): what the include and exclude sets hold here and now, and "
             "'Underneath trace.call': how the keyset's three terms combine, and in which order.")
     tensors = "lesson 00, section 1 and 'Underneath trace.call': whose keys make up the keyset of a call."
+    table = ("lesson 00, section 3 (the dispatch table): which entries are kernels, for an operator that writes its "
+             "input or returns a view.")
     return [
         ("aten::mm(a, b)", torch.ops.aten.mm.default, (a, b), nullcontext, walk),
         ("aten::mm(a, b) in torch.no_grad()", torch.ops.aten.mm.default, (a, b), torch.no_grad, walk),
@@ -87,13 +112,30 @@ def _walk_cases():
         ("aten::add_.Tensor(y, y) inside torch._C._AutoDispatchBelowADInplaceOrView()", torch.ops.aten.add_.Tensor,
          (y, y), torch._C._AutoDispatchBelowADInplaceOrView, sets),
         ("aten::linear(a, w)", torch.ops.aten.linear.default, (a, torch.randn(4, 3)), nullcontext,
-         "lesson 00, section 4 (the path of a call): what the walk does at a math kernel."),
+         _MATH_KERNEL),
         ("aten::add.Tensor(dense, sparse)", torch.ops.aten.add.Tensor, (y, y.to_sparse()), nullcontext, tensors),
         ("workbook::add(dense, sparse)", torch.ops.workbook.add.default, (y, y.to_sparse()), nullcontext,
-         "lesson 00, sections 4 and 5: what the dispatcher does at a key of the keyset with no entry in the table."),
+         _NO_ENTRY),
         ("aten::cat([a, a]): a list of tensors", torch.ops.aten.cat.default, ([a, a],), nullcontext,
          tensors[:-1] + ", a list of tensors included."),
+        ("aten::cat([y, y on meta]): a list of a CPU and a meta tensor", torch.ops.aten.cat.default,
+         ([y, y.to("meta")],), nullcontext, tensors[:-1] + ", a list of tensors included."),
+        ("aten::mm on conjugated complex tensors", torch.ops.aten.mm.default, (conjugated, conjugated), nullcontext,
+         "lesson 00, section 1 (a conjugated tensor's keys) and 'Underneath trace.call': what the walk does at a "
+         "fallthrough entry, whatever registered it."),
+        ("aten::add_.Tensor(y, y), an in-place operator", torch.ops.aten.add_.Tensor, (y, y), nullcontext, table),
+        ("aten::t(a), a view operator", torch.ops.aten.t.default, (a,), nullcontext, table),
     ]
+
+
+def _walk_end(steps) -> str:
+    """Where to look for a walk that goes on past the dispatcher's end: what ended it."""
+    if any(step.status == "missing" for step in steps):
+        return _NO_ENTRY
+    last = [step for step in steps if step.status == "kernel"][-1]
+    if last.entry.kind == "math kernel":
+        return _MATH_KERNEL
+    return f"lesson 00, 'Underneath trace.call': where the walk ends, at {last.key!r}: which keys are backend keys?"
 
 
 @exercise("00.walk", "hard")
@@ -104,6 +146,8 @@ def walk(path: Path) -> Result:
     for what, op, args, context, where_to_look in cases:
         with context():
             yours, actual = kernels(op, *args), call_path(op, *args)
+            if len(yours) > len(actual) and yours[:len(actual)] == actual:  # a walk that went on past its end
+                where_to_look = _walk_end(trace.predict(op, *args))
         result = compare_paths(yours, actual, where_to_look)
         if not result.passed:
             return Result(False, f"{what}: {result.diagnosis}")
@@ -132,7 +176,7 @@ def schema(path: Path) -> Result:
     problems = []
     if yours.name.split("::")[-1] != wanted.name:  # a namespace in front is m.def's to check
         problems.append(f"the operator is named {wanted.name!r}, not {yours.name!r}")
-    names = [a.name for a in yours.arguments]
+    names, wanted_names = [a.name for a in yours.arguments], [a.name for a in wanted.arguments]
     for want in wanted.arguments:
         have = next((a for a in yours.arguments if a.name == want.name), None)
         if have is None:
@@ -149,10 +193,10 @@ def schema(path: Path) -> Result:
         written = bool(have.alias_info and have.alias_info.is_write)
         if want.alias_info and want.alias_info.is_write and not written:
             problems.append(f"`{want.name}` is written to, and your schema does not say so (lesson 01, aliasing)")
-    if not problems and names != [a.name for a in wanted.arguments]:
+    if not problems and [name for name in names if name in wanted_names] != wanted_names:
         problems.append("the arguments are in another order than the task's: a positional argument is passed by its "
                         "place, so the order is part of the schema")
-    extra = set(names) - {a.name for a in wanted.arguments}
+    extra = set(names) - set(wanted_names)
     if extra:
         problems.append(f"unexpected arguments: {', '.join(sorted(extra))}")
     if len(yours.returns) != len(wanted.returns):
@@ -186,6 +230,13 @@ class _AliasTruth:
 
 
 _MUTATION_TAGS = (torch.Tag.inplace, torch.Tag.out, torch.Tag.inplace_view)
+# What other tags state (torch's tags.yaml), where none of the three kernels does it. pt2_compliant_tag, "works with
+# torch.compile and torch.export", is true of the operators that torch can compile, and is judged per operator.
+_CLAIMS = {torch.Tag.nondeterministic_seeded: "that it is random",
+           torch.Tag.nondeterministic_bitwise: "that two calls on the same inputs may differ bit by bit",
+           torch.Tag.dynamic_output_shape: "that its outputs' shapes depend on the input's values",
+           torch.Tag.data_dependent_output: "that it returns a non-tensor value read from the input's data",
+           torch.Tag.pointwise: "that each output element is computed from the matching input elements alone"}
 ALIAS_OPS = {
     "diag_sum": _AliasTruth(
         lambda x: (x.diagonal(), x.diagonal().sum()), lambda x: (x.diagonal(), x.new_empty(())),
@@ -233,6 +284,9 @@ def _broken_promises(name: str, schema, tags, truth: _AliasTruth) -> list[str]:
                         "torch.compile refuses such an operator")
     problems += [f"{name}: tagged {tag.name}, a kind of mutation its kernel does not do"
                  for tag in mutation_tags - {truth.tag}]
+    claims = _CLAIMS | ({} if truth.compiles else {torch.Tag.pt2_compliant_tag: "that torch.compile takes it"})
+    problems += [f"{name}: tagged {tag.name}, which says {claims[tag]}, and that is not true of it"
+                 for tag in tags if tag in claims]
     return problems
 
 
@@ -267,13 +321,20 @@ def alias_annotations(path: Path) -> Result:
                 problems.append(f"{name}: opcheck's {test} failed: {first[:240]}")
                 break
     hint = ("\nLook again at lesson 01, section 2: the grammar table (aliasing, the `!`, several returns, tags), and "
-            "lesson 03, section 5 (which mutated arguments a tag lets an operator return).")
+            "its 'What just happened' on tags (which mutated arguments a tag lets an operator return).")
     return Result(not problems, "\n".join(problems) + hint if problems else
                   "every schema promises what its kernel does, no more, and opcheck passes")
 
 
 # ---------------------------------------------------------------------------------------------
 # 02: backend kernels
+
+
+def _softplus2_error(error: Exception, key: str) -> str:
+    """What a call of 02.composite_key's operator raised: torch's long "Could not run" text said in a line."""
+    if isinstance(error, NotImplementedError) and str(error).startswith("Could not run"):
+        return f"the dispatcher finds no kernel at the keys of this call: KEY {key!r} fills none of them."
+    return f"{type(error).__name__}: {str(error).split('. ')[0][:200]}."
 
 
 @exercise("02.composite_key", "medium")
@@ -294,6 +355,7 @@ def composite_key(path: Path) -> Result:
         for what, x, context in [("CPU tensors", torch.randn(3), nullcontext),
                                  ("float64 CPU tensors", torch.randn(3, dtype=torch.float64), nullcontext),
                                  ("a transposed CPU tensor", torch.randn(3, 2).t(), nullcontext),
+                                 ("an empty CPU tensor", torch.randn(0, 2), nullcontext),
                                  ("meta tensors (what torch.compile and torch.export trace with)",
                                   torch.empty(3, device="meta"), nullcontext),
                                  ("inside torch.inference_mode()", torch.randn(3), torch.inference_mode)]:
@@ -301,30 +363,42 @@ def composite_key(path: Path) -> Result:
                 with context():
                     out = op(x)
             except (NotImplementedError, RuntimeError) as error:
-                problems.append(f"{what}: {type(error).__name__}: {str(error).split('. ')[0][:200]}.")
+                problems.append(f"{what}: {_softplus2_error(error, answer.KEY)}")
                 continue
             expected = (torch.log1p(torch.exp(2 * x.double())) / 2).to(x.dtype)
+            precision = torch.finfo(x.dtype).eps * 16  # a few roundings in the input's own dtype
             if (out.dtype, out.shape, out.device) != (x.dtype, x.shape, x.device):
                 problems.append(f"{what}: the output is {out.dtype}, shape {list(out.shape)} on {out.device}; the "
                                 f"input {x.dtype}, shape {list(x.shape)} on {x.device}")
-            elif x.device.type != "meta" and not torch.allclose(out, expected):
-                problems.append(f"{what}: wrong values")
+            elif out is x or out.untyped_storage()._cdata == x.untyped_storage()._cdata:
+                problems.append(f"{what}: the output shares the input's storage, and the schema promises a new tensor")
+            elif x.device.type != "meta" and not torch.allclose(out, expected, rtol=precision, atol=precision):
+                problems.append(f"{what}: wrong values" + (", or computed at a lower precision than the input's"
+                                                           if x.dtype == torch.float64 else ""))
+        # Whether autograd saw the operations inside the kernel, read from the dispatch table, not from the fallback's
+        # warning: the reader's code could turn the warning off (_set_autograd_fallback_mode, a warnings filter).
         x = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            out = op(x)
-            grad = torch.autograd.grad(out.sum(), x)[0] if out.grad_fn is not None else None
-        if grad is None:
-            problems.append("no gradient: the output has no grad_fn")
-        elif any(FALLBACK_WARNING in str(w.message) for w in caught):
-            problems.append("the gradient only came through torch's autograd fallback, which warns that this is "
-                            "deprecated: autograd never saw the operations inside your kernel")
-        elif not torch.allclose(grad, torch.sigmoid(2 * x.detach())):
-            problems.append(f"wrong gradient: {grad.tolist()}")
+        steps = trace.predict(op, x)
+        first = next((step for step in steps if step.status == "kernel"), None)
+        if (first is not None and first.key.startswith("Autograd") and first.entry.kind == "backend fallback"
+                and not any(step.status == "missing" for step in steps)):
+            problems.append("the gradient only comes through torch's autograd fallback, which warns that this is "
+                            "deprecated: autograd does not see the operations inside your kernel")
+        else:
+            try:
+                out = op(x)
+                grad = torch.autograd.grad(out.sum(), x)[0] if out.grad_fn is not None else None
+            except (NotImplementedError, RuntimeError) as error:
+                problems.append(f"a gradient: {_softplus2_error(error, answer.KEY)}")
+            else:
+                if grad is None:
+                    problems.append("no gradient: the output has no grad_fn")
+                elif not torch.allclose(grad, torch.sigmoid(2 * x.detach())):
+                    problems.append(f"wrong gradient: {grad.tolist()}")
         if answer.KEY == "CompositeImplicitAutograd":  # the key is right: the kernel is at fault
             hint = ("\nThe key is right; look at the kernel. Lesson 02, sections 3 and 4: a composite kernel runs on "
                     "every kind of tensor that reaches it, with autograd watching: torch operations only, in the "
-                    "input's dtype and device, for any layout.")
+                    "input's dtype and device, whatever its strides.")
         else:
             hint = ("\nLook again at lesson 02, section 3: which registration fills every backend key and the Autograd "
                     "keys, so that autograd sees the operations inside the kernel?")
@@ -332,7 +406,7 @@ def composite_key(path: Path) -> Result:
 
 
 def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(a, b) for 02.meta_kernel: ranks 0 to 2, empty and non-contiguous tensors, float32 and float64 in every pairing
+    """(a, b) for 02.meta_kernel: ranks 0 to 3, empty and non-contiguous tensors, float32 and float64 in every pairing
     (a 0-d tensor's dtype weighs less in type promotion than one with dimensions)."""
     f32, f64 = torch.float32, torch.float64
     generator = torch.Generator().manual_seed(0)
@@ -344,7 +418,8 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
             (tensor(3, f64), tensor((2, 2), f64)), (tensor(3, f32), tensor(4, f64)), (tensor(2, f64), tensor(5, f32)),
             (tensor(0, f32), tensor(5, f32)), (tensor((2, 0), f64), tensor(3, f64)), (tensor((), f64), tensor(3, f32)),
             (tensor(3, f32), tensor((), f64)), (tensor((), f32), tensor((), f32)),
-            (tensor((3, 2), f32).t(), tensor((4, 2), f32)[:, 0])]
+            (tensor((3, 2), f32).t(), tensor((4, 2), f32)[:, 0]), (tensor((2, 1, 3), f32), tensor(2, f64)),
+            (tensor(2, f32), tensor((3, 1, 2), f32).transpose(0, 2))]
 
 
 def _described(tensor: torch.Tensor) -> str:
@@ -407,19 +482,28 @@ def meta_kernel(path: Path) -> Result:
         more = f"\n(and {len(problems) - 3} more)" if len(problems) > 3 else ""
         return Result(False, "\n".join(problems[:3]) + more + "\nThe Meta kernel must give what the CPU kernel "
                              "gives: read outer_cpu, and lesson 02, section 2.")
-    for a, b in [(torch.ones(3, dtype=torch.int64), torch.ones(2)), (torch.ones(3), torch.ones(2, dtype=torch.half))]:
+    # Each kernel called directly (redispatch): a CPU tensor next to a meta one reaches the Meta kernel alone.
+    def kernel_at(key: str):
+        keyset = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, key))
+        return lambda *args: outer.default.redispatch(keyset, *args)
+
+    meta = torch.device("meta")
+    for a, b in [(torch.ones(3, dtype=torch.int64, device=meta), torch.ones(2, device=meta)),
+                 (torch.ones(3, device=meta), torch.ones(2, dtype=torch.half, device=meta)),
+                 (torch.ones(3), torch.ones(2, device=meta))]:
         try:
-            outer(a, b)
+            kernel_at("CPU")(a, b)
             continue  # the CPU kernel takes them (the first check above says if it should not)
         except RuntimeError as error:
             refusal = str(error).splitlines()[0]
         try:
-            outer(a.to("meta"), b.to("meta"))
+            kernel_at("Meta")(a, b)
         except RuntimeError:
             continue
-        return Result(False, f"on meta tensors {_described(a)} and {_described(b)} your kernel returns a tensor, and "
-                             f"the CPU kernel refuses them ({refusal}): torch.compile would trace a call that fails "
-                             "when it runs. A Meta kernel runs the CPU kernel's checks (lesson 02, section 2).")
+        return Result(False, f"on a {_described(a)} tensor on {a.device} and a {_described(b)} tensor on {b.device}, "
+                             f"your kernel returns a tensor, and the CPU kernel refuses them ({refusal}): "
+                             "torch.compile would trace a call that fails when it runs. A Meta kernel runs the CPU "
+                             "kernel's checks (lesson 02, section 2).")
     from torch._dynamo.testing import CompileCounterWithBackend  # here: importing torch._dynamo costs 2 s
 
     counter = CompileCounterWithBackend("aot_eager")  # fake tensors and AOTAutograd, no code generation

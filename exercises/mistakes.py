@@ -93,8 +93,10 @@ SUM_SQUARES_CALL = "  return op.call(cast, scale ? std::optional<at::Tensor>(to_
 
 MISTAKES = [
     # 00.predict_path
-    Mistake('00.predict_path', 'ad_inplace_or_view', 'ADInplaceOrView runs for every call',
-            expect="your kernel 1, 'ADInplaceOrView'",
+    Mistake('00.predict_path', 'ad_inplace_or_view', 'ADInplaceOrView in place of AutogradCPU, as if no_grad took '
+            'autograd out as inference_mode does',
+            expect="your kernel 1, 'ADInplaceOrView', is not the one the dispatcher calls there.\nLook again at lesson "
+                   "00, section 2: what no_grad changes",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd fallback still runs\n',
              'PATH = ["ADInplaceOrView", "CPU"]\n')]),
     Mistake('00.predict_path', 'autocast_too', 'AutocastCPU, which the exclude set removes',
@@ -117,6 +119,18 @@ MISTAKES = [
             expect="PATH (line 12 of your file) must be a list of dispatch key names",
             edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
                     'fallback still runs\n', 'PATH = "AutogradCPU -> CPU"\n')]),
+    Mistake('00.predict_path', 'appended', 'PATH written in two steps: a literal, then an append',
+            expect="line 13 of your file changes PATH after it is written",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
+                    'fallback still runs\n', 'PATH = ["AutogradCPU"]\nPATH.append("CPU")\n')]),
+    Mistake('00.predict_path', 'lowercase', 'the key names in lower case',
+            expect="'autogradcpu' is not the name of a dispatch key",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
+                    'fallback still runs\n', 'PATH = ["autogradcpu", "cpu"]\n')]),
+    Mistake('00.predict_path', 'functionality', 'a functionality key, which stands for one key per backend',
+            expect="'AutogradFunctionality' names a functionality or an alias",
+            edits=[('PATH = ["AutogradCPU", "CPU"]  # no_grad changes grad mode, not the keyset: torch\'s autograd '
+                    'fallback still runs\n', 'PATH = ["AutogradFunctionality", "CPU"]\n')]),
     # 00.walk
     Mistake('00.walk', 'first_kernel_only', 'stops at the first kernel, as if every kernel ended the call',
             expect='after your 1 kernel(s) the dispatcher calls more',
@@ -189,6 +203,22 @@ MISTAKES = [
              ('    for arg in args:\n'
               '        if isinstance(arg, torch.Tensor):\n'
               '            keyset = keyset | C._dispatch_keys(arg)\n'))]),
+    Mistake('00.walk', 'own_fallthrough_counted', "torch's fallback fallthroughs skipped, an operator's own counted",
+            expect="aten::mm on conjugated complex tensors: your kernel 2, 'Conjugate'",
+            edits=[('        if row and "fallthrough" not in row:\n',
+                    '        if row and not ("fallthrough" in row and row.endswith("[backend fallback]")):\n')]),
+    Mistake('00.walk', 'inplace_or_view_skipped', 'ADInplaceOrView always skipped, as if it had no kernel',
+            expect="aten::add_.Tensor(y, y), an in-place operator: your kernel 2, 'CPU'",
+            edits=[('        if row and "fallthrough" not in row:\n',
+                    '        if row and "fallthrough" not in row and name != "ADInplaceOrView":\n')]),
+    Mistake('00.walk', 'list_first_tensor', "a Tensor[] argument's first tensor alone",
+            expect="aten::cat([y, y on meta]): a list of a CPU and a meta tensor: your kernel 1, 'AutogradCPU'",
+            edits=[('        for tensor in arg if isinstance(arg, (list, tuple)) else [arg]:',
+                    '        for tensor in arg[:1] if isinstance(arg, (list, tuple)) else [arg]:')]),
+    Mistake('00.walk', 'dense_backends_only', 'the walk ends at a dense backend key alone, not at SparseCPU',
+            expect="the dispatcher stops before your kernel 3, 'CPU'.\nLook again at lesson 00, 'Underneath "
+                   "trace.call': where the walk ends, at 'SparseCPU'",
+            edits=[('            if is_backend(key):\n', '            if name in ("CPU", "CUDA", "Meta"):\n')]),
     # 01.alias_annotations
     Mistake('01.alias_annotations', 'view_unmarked', "the view's output not marked as sharing x's storage",
             expect="diag_sum: output 1 shares storage with `x`, and your schema does not say so",
@@ -224,6 +254,13 @@ MISTAKES = [
     Mistake('01.alias_annotations', 'view_tag', 'the view tagged inplace_view, as if it changed x\'s metadata',
             expect="diag_sum: tagged inplace_view, a kind of mutation its kernel does not do",
             edits=[(ALIAS_TAGS, ALIAS_TAGS.replace('"diag_sum": []', '"diag_sum": [torch.Tag.inplace_view]'))]),
+    Mistake('01.alias_annotations', 'view_pt2_compliant', 'the view operator tagged pt2_compliant_tag, which torch '
+            'cannot compile', expect="diag_sum: tagged pt2_compliant_tag, which says that torch.compile takes it",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace('"diag_sum": []', '"diag_sum": [torch.Tag.pt2_compliant_tag]'))]),
+    Mistake('01.alias_annotations', 'count_seeded', 'clamp_count_ tagged nondeterministic_seeded, as if it were random',
+            expect="clamp_count_: tagged nondeterministic_seeded, which says that it is random",
+            edits=[(ALIAS_TAGS, ALIAS_TAGS.replace('"clamp_count_": []',
+                                                   '"clamp_count_": [torch.Tag.nondeterministic_seeded]'))]),
     # 01.schema
     Mistake('01.schema', 'limit_positional', 'limit can be passed by position',
             expect='can only be passed by keyword',
@@ -249,6 +286,9 @@ MISTAKES = [
             expect="your schema has no name",
             edits=[('SCHEMA = "scale_(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n',
                     'SCHEMA = "(Tensor(a!) x, float factor=2.0, *, float? limit=None) -> ()"\n')]),
+    Mistake('01.schema', 'extra_argument', 'an argument the task does not name, after the others',
+            expect="unexpected arguments: inplace",
+            edits=[('float? limit=None) -> ()"\n', 'float? limit=None, bool inplace=True) -> ()"\n')]),
     # 02.composite_key
     Mistake('02.composite_key', 'autograd_alias', 'the Autograd alias: autograd keys only, so nothing is left when inference_mode excludes them',
             expect='inside torch.inference_mode()',
@@ -277,6 +317,23 @@ MISTAKES = [
             expect="a transposed CPU tensor: RuntimeError: view size is not compatible",
             edits=[("    return torch.log1p(torch.exp(2 * x)) / 2\n",
                     "    flat = x.view(-1)\n    return (torch.log1p(torch.exp(2 * flat)) / 2).view(x.shape)\n")]),
+    Mistake('02.composite_key', 'explicit_fallback_off', "CompositeExplicitAutograd, with the autograd fallback's "
+            "warning turned off", expect="torch's autograd fallback",
+            edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n',
+                    'KEY = "CompositeExplicitAutograd"\ntorch._C._set_autograd_fallback_mode("nothing")\n')]),
+    Mistake('02.composite_key', 'default_dtype', "computed in the default dtype, float32, and cast back",
+            expect="float64 CPU tensors: wrong values, or computed at a lower precision than the input's",
+            edits=[("    return torch.log1p(torch.exp(2 * x)) / 2\n", "    y = x.to(torch.get_default_dtype())\n"
+                              "    return (torch.log1p(torch.exp(2 * y)) / 2).to(x.dtype)\n")]),
+    Mistake('02.composite_key', 'empty_is_input', "an empty input returned as it is, not a new tensor",
+            expect="an empty CPU tensor: the output shares the input's storage",
+            edits=[("    return torch.log1p(torch.exp(2 * x)) / 2\n",
+                    "    if x.numel() == 0:\n        return x\n    return torch.log1p(torch.exp(2 * x)) / 2\n")]),
+    Mistake('02.composite_key', 'nested_key', "CompositeImplicitAutograd's key for nested tensors alone",
+            expect="CPU tensors: the dispatcher finds no kernel at the keys of this call: KEY "
+                   "'CompositeImplicitAutogradNestedTensor' fills none of them.",
+            edits=[('KEY = "CompositeImplicitAutograd"  # every backend key and every Autograd key\n',
+                    'KEY = "CompositeImplicitAutogradNestedTensor"\n')]),
     # 02.meta_kernel
     Mistake('02.meta_kernel', 'swapped', "b's sizes before a's",
             expect="on meta tensors [4] float32 and [3] float32 your kernel returns shape [3, 4]",
@@ -325,6 +382,19 @@ MISTAKES = [
                                  "  for (const c10::SymInt& s : a.sym_sizes()) sizes.push_back(s.expect_int());\n"
                                  "  for (const c10::SymInt& s : b.sym_sizes()) sizes.push_back(s.expect_int());\n"),
                    (OUTER_RETURN, OUTER_RETURN.replace("empty_symint", "empty"))]),
+    Mistake('02.meta_kernel', 'ranks_written_out', 'the sizes built rank by rank, for the ranks up to 2 alone',
+            expect="on meta tensors [2, 1, 3] float32 and [2] float64 your kernel raised RuntimeError",
+            edits=[(OUTER_SIZES, "  TORCH_CHECK(a.dim() <= 2 && b.dim() <= 2, \"ranks 0 to 2 only\");\n"
+                                 "  std::vector<c10::SymInt> sizes;\n"
+                                 "  for (const at::Tensor* t : {&a, &b})\n"
+                                 "    for (int64_t d = 0; d < t->dim() && d < 2; ++d)\n"
+                                 "      sizes.push_back(t->sym_size(d));\n")]),
+    Mistake('02.meta_kernel', 'dtypes_checked_only', "the dtypes checked, and not that both tensors are on one device",
+            expect="on a [3] float32 tensor on cpu and a [2] float32 tensor on meta, your kernel returns a tensor, and "
+                   "the CPU kernel refuses them (exercise02::outer: `a` is on cpu, `b` on meta)",
+            edits=[("  check_inputs(a, b);\n  // a's sizes",
+                    "  TORCH_CHECK(float_or_double(a) && float_or_double(b), \"float32 or float64 only\");\n"
+                    "  // a's sizes")]),
     # 03.fallthrough
     Mistake('03.fallthrough', 'ad_inplace_or_view', 'ADInplaceOrView, a fallthrough already',
             expect="at AutogradCPU, torch's autograd fallback still runs",

@@ -97,8 +97,17 @@ def load_cpp(name: str, path: Path, label: str) -> None:
     """Compile a C++ exercise file into a library called `name` and load it (build.load_sources)."""
     from helpers import build  # here: it imports torch's cpp_extension, which a notebook's show() and check() never use
 
-    build.load_sources(name, [path], label=label)
+    try:
+        build.load_sources(name, [path], label=label)
+    except build.CompileError as error:  # a line, then the compiler's first errors: the reader needs them all
+        raise Diagnosis(shortened_paths(str(error), path)) from None
     WATCHDOG.start()
+
+
+def shortened_paths(text: str, path: Path) -> str:
+    """`text` with the reader's file named by its name, and torch's headers from their include folder on."""
+    text = re.sub(rf"[^\s:'\"]*/{re.escape(path.name)}\b", path.name, text)
+    return re.sub(r"[^\s:'\"]*/torch/include/", "", text)
 
 
 def read_literal(path: Path, name: str, what: str, valid: Callable[[object], bool]):
@@ -114,6 +123,9 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
               or isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == name and node.value]
     if not values:
         raise Diagnosis(f"your file sets no {name} at its top level: write it out as {what}")
+    if changed := [node.lineno for node in ast.walk(tree) if _changes(node, name)]:
+        raise Diagnosis(f"line {changed[0]} of your file changes {name} after it is written: the check reads {name} "
+                        f"from your file without running it, so {name} must be one literal, {what}, not changed later")
     try:
         value = ast.literal_eval(values[-1])
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -122,6 +134,19 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
     if not valid(value):
         raise Diagnosis(f"{name} (line {values[-1].lineno} of your file) must be {what}")
     return value
+
+
+def _changes(node: ast.AST, name: str) -> bool:
+    """Whether `node` changes the object `name` holds in place: name.append(...), name += ..., name[i] = ..., del
+    name[i]."""
+    def is_name(target):
+        return isinstance(target, ast.Name) and target.id == name
+
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return is_name(node.func.value)
+    if isinstance(node, ast.AugAssign):
+        return is_name(node.target)
+    return isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)) and is_name(node.value)
 
 
 @contextmanager

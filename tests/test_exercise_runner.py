@@ -1,6 +1,7 @@
 """exercises/runner.py: what a check says when the reader's code ends the check's process, or never returns. Each
-answer here is a tiny file that does only that."""
+answer here is a tiny file that does only that, or fails to compile."""
 
+import re
 import time
 
 import exercises
@@ -63,3 +64,16 @@ def test_a_loop_in_cpp_is_reported_and_its_compile_is_not_counted():
         answer.write_text(LOOPING_CPP)
     result = runner.run("02.meta_kernel", answer, running_limit=2)
     assert result.diagnosis == "your code ran for 2 s without finishing: does it loop forever?"
+
+
+def test_a_compile_error_shows_the_compilers_first_errors_with_short_paths():
+    answer = paths.BUILD / "runner_tests" / "broken" / "02_meta_kernel.cpp"
+    answer.parent.mkdir(parents=True, exist_ok=True)
+    broken = (exercises.SOLUTIONS / "02_meta_kernel.cpp").read_text().replace(
+        "  check_inputs(a, b);\n  // a's sizes", "  check_inputs(a, b)\n  // a's sizes")
+    if not answer.exists() or answer.read_text() != broken:
+        answer.write_text(broken)
+    diagnosis = runner.run("02.meta_kernel", answer).diagnosis
+    assert diagnosis.startswith("Your 02_meta_kernel.cpp failed to compile. First errors:\n\n02_meta_kernel.cpp:")
+    assert re.search(r"\n02_meta_kernel\.cpp:\d+:\d+: error: expected", diagnosis), diagnosis
+    assert str(paths.BUILD) not in diagnosis, diagnosis

@@ -8,8 +8,9 @@
 An exercise is a file here: a skeleton that runs as it is, with a TODO, and a docstring or leading comment that says
 what to do. check() checks your copy in my_exercises/ once you made one, else the skeleton, in a process of its own
 (runner.py): your code may register anything or crash, and the next check starts clean. The checks are in checks.py,
-the reference solutions in solutions/, and in mistakes.py the mistakes each check must catch
-(tests/test_exercise_mistakes.py runs them all; tests/test_exercises.py the solutions and the skeletons). Under `make test`, WORKBOOK_EXERCISES=skeletons makes check() use the skeletons, so the lessons' stored
+the reference solutions in solutions/, and in mistakes/ the mistakes each check must catch, one file per exercise
+(tests/test_exercise_mistakes.py runs them all; tests/test_exercises.py the solutions and the skeletons). Under
+`make test`, WORKBOOK_EXERCISES=skeletons makes check() use the skeletons, so the lessons' stored
 outputs are those of untouched files.
 """
 

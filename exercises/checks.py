@@ -2,8 +2,8 @@
 (passed, and a diagnosis). exercises/runner.py runs each in a process of its own.
 
 A diagnosis says what happened instead of what the exercise asks, and where in the lesson to look; never the answer.
-Each check tries every case its task names. tests/test_exercises.py proves, for every exercise, that the skeleton
-fails, every mistake in mistakes.py fails with the diagnosis it names, and the solution passes.
+Each check tries every case its task names. tests/test_exercises.py and test_exercise_mistakes.py prove, for every
+exercise, that the skeleton fails, every mistake in mistakes/ fails with the diagnosis it names, and the solution passes.
 """
 
 from __future__ import annotations

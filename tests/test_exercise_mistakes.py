@@ -1,4 +1,4 @@
-"""Every exercise's check fails on every mistake in exercises/mistakes.py, with the diagnosis that mistake names: a
+"""Every exercise's check fails on every mistake in exercises/mistakes/, with the diagnosis that mistake names: a
 check that passes a wrong answer is a bug. (A file of its own: pytest's workers take files, and these run beside
 test_exercises.py's.)"""
 

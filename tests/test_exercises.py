@@ -1,5 +1,5 @@
 """Every exercise's check, proven: it passes on the reference solution, fails on every mistake in
-exercises/mistakes.py with the diagnosis that mistake names (test_exercise_mistakes.py), and fails on the untouched
+exercises/mistakes/ with the diagnosis that mistake names (test_exercise_mistakes.py), and fails on the untouched
 skeleton (each lesson's exercise cells run under nbval, which compares what check() prints with what the lesson
 stores). Checks run in processes of their own (exercises/runner.py), so a crashing file cannot take the test run
 with it, and no check sees what an earlier one registered."""

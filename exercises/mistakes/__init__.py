@@ -1,0 +1,49 @@
+"""The mistakes each check must catch: a reference solution with one mistake edited in. They are the errors learners
+make, and where a check once passed a wrong answer (an independent reviewer's, written from the task alone), that
+answer is here.
+
+One file per exercise, exercises/mistakes/<the exercise's file name>.toml: for each mistake its name, what is wrong
+(why), words its diagnosis must contain (expect), and its edits of the solution, each replacing text (old) that stands
+once in the solution, so a mistake cannot silently stop applying when a solution changes.
+tests/test_exercise_mistakes.py writes each one out and proves its check fails with that diagnosis.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+
+from .. import checks  # noqa: F401 - registers the exercises
+from ..toolkit import EXERCISES, FOLDER
+
+
+@dataclass(frozen=True)
+class Mistake:
+    exercise: str
+    name: str
+    why: str
+    expect: str
+    edits: list[tuple[str, str]]
+
+    def text(self) -> str:
+        """The reference solution with this mistake's edits made."""
+        solution = (FOLDER / "solutions" / EXERCISES[self.exercise].file).read_text()
+        for old, _ in self.edits:
+            assert solution.count(old) == 1, f"{self.exercise} {self.name}: {old!r} is not once in its solution"
+        text, done = "", 0
+        for old, new in sorted(self.edits, key=lambda edit: solution.index(edit[0])):
+            start = solution.index(old)
+            text += solution[done:start] + new
+            done = start + len(old)
+        return text + solution[done:]
+
+
+def read(exercise_id: str) -> list[Mistake]:
+    """The mistakes of one exercise, from its file in exercises/mistakes/."""
+    path = FOLDER / "mistakes" / f"{EXERCISES[exercise_id].file.rsplit('.', 1)[0]}.toml"
+    return [Mistake(exercise_id, record["name"], record["why"], record["expect"],
+                    [(edit["old"], edit["new"]) for edit in record["edit"]])
+            for record in tomllib.loads(path.read_text())["mistake"]]
+
+
+MISTAKES = [mistake for exercise_id in sorted(EXERCISES) for mistake in read(exercise_id)]

@@ -1901,6 +1901,20 @@ def stable_autograd(path: Path) -> Result:
                              f"(\"{refused}\"): torch.compile and torch.export would trace a call that fails when it "
                              "runs.\nLook again at lesson 02: the workbook's Meta kernels (csrc/meta.cpp) check what "
                              "its CPU kernels check.")
+    # A sparse meta tensor stops at SparseMeta, which has no kernel; a sparse fake tensor reaches the fake kernel.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        sparse = mode.from_tensor(torch.ones(3, 4).to_sparse())
+        try:
+            op(sparse, sparse)
+        except Exception:  # noqa: BLE001 - any error refuses the call, as eager's does
+            pass
+        else:
+            return Result(False, "on two sparse (COO) float32 fake tensors, as torch.compile traces them, your fake "
+                                 "kernel accepted a layout the CPU kernel refuses (read its checks): torch.compile and "
+                                 "torch.export would trace a call that fails when it runs.\nLook again at lesson 02: "
+                                 "the workbook's Meta kernels (csrc/meta.cpp) check what its CPU kernels check.")
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")

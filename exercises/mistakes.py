@@ -59,6 +59,7 @@ STABLE_FAKE = ("    return self.new_empty(self.shape)  # the CPU kernel's output
                "device\n")
 STABLE_CHECKS = """\
     # add.cpp's checks, as torch._check: on symbolic sizes it compares the symbols, and fixes no size to a number.
+    torch._check(self.layout == other.layout == torch.strided, lambda: "workbook_stable::add: dense tensors only")
     torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype {self.dtype}")
     torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
     torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
@@ -1038,6 +1039,10 @@ MISTAKES = [
             "learner's run passed it: gradcheck's grad_outputs are exact in float32)",
             expect='a grad_output of random float64 values: the gradient of `self` is off by up to',
             edits=[('    return grad, grad  # one gradient per input\n', '    return grad.float(), grad.float()\n')]),
+    Mistake('08.stable_autograd', 'layout_unchecked', "add.cpp's layout check left out: sparse fake tensors traced",
+            expect='on two sparse (COO) float32 fake tensors, as torch.compile traces them, your fake kernel accepted',
+            edits=[('    torch._check(self.layout == other.layout == torch.strided, '
+                    'lambda: "workbook_stable::add: dense tensors only")\n', '')]),
     # 09.served
     Mistake('09.served', 'matmul_reaches_the_device', 'aten::matmul listed: a composite operator, it never reaches the '
             'key',

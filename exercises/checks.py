@@ -1987,6 +1987,7 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "`out` that is `other` itself": lambda to: (to(x), (same := to(y)), same),
         "an empty `out` (0 elements)": lambda to: (to(x), to(y), to(torch.empty(0))),
         "a 2 x 3 `out`": lambda to: (to(x), to(y), to(torch.ones(2, 3))),
+        "a 3 x 4 x 5 `out` (the product broadcasts into it)": lambda to: (to(x), to(y), to(torch.ones(3, 4, 5))),
     }
     harder = {
         "a transposed view as `other`": lambda to: (to(x), to(columns).t(), to(z)),

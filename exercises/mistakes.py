@@ -1103,6 +1103,11 @@ MISTAKES = [
     Mistake('09.inplace_kernel', 'no_resize', "out written as it comes: an empty out can't hold the product",
             expect='on an empty `out` (0 elements): your kernel raised',
             edits=[(MUL_RESIZE, '')]),
+    Mistake('09.inplace_kernel', 'resized_only_where_it_cannot_broadcast', "out resized only where the product can't "
+            "be broadcast into it: a larger out keeps its shape (a reviewer's answer passed)",
+            expect='on a 3 x 4 x 5 `out` (the product broadcasts into it): out has shape [3, 4, 5] after the call',
+            edits=[('    if out.shape != product.shape:\n',
+                    '    if out.numel() == 0 or torch.broadcast_shapes(out.shape, product.shape) != out.shape:\n')]),
     Mistake('09.inplace_kernel', 'resized_before_the_cast_check', 'out resized to the product\'s shape before its '
             'dtype is checked', expect='a float32 product into an empty int64 `out` was refused, but only after your '
             'kernel had changed an argument',

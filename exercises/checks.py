@@ -1946,6 +1946,9 @@ def served(path: Path) -> Result:
         overloads = {op for op in called | inside if op.split(".")[0] == yours[0].split(".")[0]} - {yours[0]}
         if yours[0] == theirs[0]:
             where = f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}"
+        elif yours[0] in [op for op, _ in actual[i + 1:]]:
+            where = (f"your call {i + 1}, {yours[0]!r}, does reach the device, but later: your calls are out of order "
+                     "(the order in which the expression's operators run)")
         elif yours[0].endswith(".default") and yours[0].removesuffix(".default") in called | inside:
             where = (f"your call {i + 1}, {yours[0]!r}, spells a default overload with its name: the trace recorder "
                      "names a default overload without one, as the task's examples are written")

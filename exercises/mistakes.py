@@ -1067,6 +1067,10 @@ MISTAKES = [
                    "outside: it runs at PrivateUse1 only inside another operator's kernel",
             edits=[('    ("aten::add.Tensor", "native"),',
                     '    ("aten::empty_strided", "native"),\n    ("aten::add.Tensor", "native"),')]),
+    Mistake('09.served', 'out_of_order', 'the right calls, add before mm: out of order',
+            expect="your call 1, 'aten::add.Tensor', does reach the device, but later: your calls are out of order",
+            edits=[('    ("aten::mm", "native"),', '    ("aten::add.Tensor", "native"),'),
+                   ('    ("aten::add.Tensor", "native"),', '    ("aten::mm", "native"),')]),
     Mistake('09.served', 'computed', "the calls computed with the check's own recorder instead of predicted",
             expect="SERVED (line 21 of your file) must be written out as a list of (operator, server) pairs",
             edits=[(('SERVED = [\n'

@@ -770,7 +770,7 @@ MISTAKES = [
                    (FAKE_RETURN, "    return torch.cat([a, b]).view(2, a.size(0), *a.shape[1:])\n")]),
     Mistake('06.fake_kernel', 'sizes_read_as_ints', "the right metadata, a's sizes read as ints: symbolic ones "
             "specialize",
-            expect='into 4 (at line 21 of your file): the traced code then holds for this size only',
+            expect='into 4 (at line 22 of your file): the traced code then holds for this size only',
             edits=[(FAKE_RETURN, '    return torch.cat([a, b]).view(2, *[int(size) for size in a.shape])\n')]),
     Mistake('06.fake_kernel', 'new_empty_of_int_sizes', "new_empty of a's sizes read as ints (a learner's run passed "
             "it)",

@@ -10,7 +10,8 @@ it, from Python:
 - a backward (setup_context and backward, for torch.library.register_autograd).
 The check runs opcheck on every dtype the CPU kernel takes, with every combination of requires_grad, on contiguous,
 transposed, expanded and empty inputs; gradcheck, and a backward from a float64 grad_output of random values; the fake
-kernel on meta and on symbolic-size fake tensors; and calls the CPU kernel refuses, on meta tensors.
+kernel on meta and on symbolic-size fake tensors; and calls the CPU kernel refuses (dtypes, shapes, layouts), on
+meta tensors and, for a sparse layout, on fake tensors.
 """
 
 import torch

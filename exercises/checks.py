@@ -1985,6 +1985,20 @@ def stable_autograd(path: Path) -> Result:
                              f"(\"{refused}\"): torch.compile and torch.export would trace a call that fails when it "
                              "runs.\nLook again at lesson 02: the workbook's Meta kernels (csrc/meta.cpp) check what "
                              "its CPU kernels check.")
+    # A sparse meta tensor stops at SparseMeta, which has no kernel; a sparse fake tensor reaches the fake kernel.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        sparse = mode.from_tensor(torch.ones(3, 4).to_sparse())
+        try:
+            op(sparse, sparse)
+        except Exception:  # noqa: BLE001 - any error refuses the call, as eager's does
+            pass
+        else:
+            return Result(False, "on two sparse (COO) float32 fake tensors, as torch.compile traces them, your fake "
+                                 "kernel accepted a layout the CPU kernel refuses (read its checks): torch.compile and "
+                                 "torch.export would trace a call that fails when it runs.\nLook again at lesson 02: "
+                                 "the workbook's Meta kernels (csrc/meta.cpp) check what its CPU kernels check.")
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")
@@ -2016,6 +2030,9 @@ def served(path: Path) -> Result:
         overloads = {op for op in called | inside if op.split(".")[0] == yours[0].split(".")[0]} - {yours[0]}
         if yours[0] == theirs[0]:
             where = f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}"
+        elif yours[0] in [op for op, _ in actual[i + 1:]]:
+            where = (f"your call {i + 1}, {yours[0]!r}, does reach the device, but later: your calls are out of order "
+                     "(the order in which the expression's operators run)")
         elif yours[0].endswith(".default") and yours[0].removesuffix(".default") in called | inside:
             where = (f"your call {i + 1}, {yours[0]!r}, spells a default overload with its name: the trace recorder "
                      "names a default overload without one, as the task's examples are written")
@@ -2057,6 +2074,7 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "`out` that is `other` itself": lambda to: (to(x), (same := to(y)), same),
         "an empty `out` (0 elements)": lambda to: (to(x), to(y), to(torch.empty(0))),
         "a 2 x 3 `out`": lambda to: (to(x), to(y), to(torch.ones(2, 3))),
+        "a 3 x 4 x 5 `out` (the product broadcasts into it)": lambda to: (to(x), to(y), to(torch.ones(3, 4, 5))),
     }
     harder = {
         "a transposed view as `other`": lambda to: (to(x), to(columns).t(), to(z)),

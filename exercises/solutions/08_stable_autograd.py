@@ -10,7 +10,8 @@ it, from Python:
 - a backward (setup_context and backward, for torch.library.register_autograd).
 The check runs opcheck on every dtype the CPU kernel takes, with every combination of requires_grad, on contiguous,
 transposed, expanded and empty inputs; gradcheck, and a backward from a float64 grad_output of random values; the fake
-kernel on meta and on symbolic-size fake tensors; and calls the CPU kernel refuses, on meta tensors.
+kernel on meta and on symbolic-size fake tensors; and calls the CPU kernel refuses (dtypes, shapes, layouts), on
+meta tensors and, for a sparse layout, on fake tensors.
 """
 
 import torch
@@ -20,6 +21,7 @@ SUPPORTED = (torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloa
 
 def fake(self, other):
     # add.cpp's checks, as torch._check: on symbolic sizes it compares the symbols, and fixes no size to a number.
+    torch._check(self.layout == other.layout == torch.strided, lambda: "workbook_stable::add: dense tensors only")
     torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype {self.dtype}")
     torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
     torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")

@@ -64,11 +64,30 @@ def pytest_collectstart(collector):
         collector.skip_compare += ("stderr", "text/html")
 
 
-# The order in which pytest-xdist hands out files (Makefile: --dist loadfile --no-loadscope-reorder): longest first,
-# by each file's duration in the runs before (kept in build/, beside the compiled layers), so that no long file starts
-# last and keeps one worker busy alone at the end. A first run, with nothing measured, keeps collection order.
+# How pytest-xdist hands out the work (Makefile: --dist loadfile --no-loadscope-reorder): a file at a time, so that a
+# notebook, and a test file's module fixtures, stay on one worker; but test_exercise_mistakes.py an exercise at a
+# time, its longest part by far, which on one worker would end the run alone. Longest first, by each part's duration in
+# the runs before (kept in build/, beside the compiled layers), so that no long part starts last; a first run, with
+# nothing measured, keeps collection order.
 DURATIONS = "test_durations.json"
 _measured: dict[str, float] = collections.defaultdict(float)
+
+
+def _part(nodeid: str) -> str:
+    """The unit of work a node belongs to: its file, or for a mistake, its exercise's mistakes."""
+    if nodeid.startswith("tests/test_exercise_mistakes.py::"):
+        return nodeid.split("-", 1)[0]  # test_check_catches_the_mistake[<exercise id>-<mistake name>]
+    return nodeid.split("::")[0]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByPart(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _part(nodeid)
+
+    return ByPart(config, log)
 
 
 def _durations_file(config) -> pathlib.Path:
@@ -78,11 +97,11 @@ def _durations_file(config) -> pathlib.Path:
 def pytest_collection_modifyitems(config, items):
     durations_file = _durations_file(config)
     durations = json.loads(durations_file.read_text()) if durations_file.exists() else {}
-    items.sort(key=lambda item: -durations.get(item.nodeid.split("::")[0], 0.0))
+    items.sort(key=lambda item: -durations.get(_part(item.nodeid), 0.0))
 
 
 def pytest_runtest_logreport(report):
-    _measured[report.nodeid.split("::")[0]] += report.duration  # in the main process: every worker's reports
+    _measured[_part(report.nodeid)] += report.duration  # in the main process: every worker's reports
 
 
 def pytest_sessionfinish(session):

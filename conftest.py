@@ -8,6 +8,8 @@ import pathlib
 import shutil
 import tempfile
 
+import pytest
+
 # Exercise checks run on the untouched skeletons, never on a reader's copies in my_exercises/: the notebooks' stored
 # outputs are those of the skeletons (exercises/__init__.py). The notebooks' kernels inherit this.
 os.environ["WORKBOOK_EXERCISES"] = "skeletons"
@@ -80,6 +82,7 @@ def _part(nodeid: str) -> str:
     return nodeid.split("::")[0]
 
 
+@pytest.hookimpl(optionalhook=True)  # known only where pytest-xdist is loaded
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadFileScheduling
 

@@ -249,11 +249,18 @@ BACKWARD = [mlp_gradients_equal_the_cpus, allocations_balance_once_the_tensors_a
 
 @pytest.mark.parametrize("body", BACKWARD, ids=[body.__name__ for body in BACKWARD])
 def test_backward_on_the_device(body):
+    # The body passes, then the process ends without shutting the interpreter down, as the fork server's children
+    # do: a new Python that ran a backward on the device sometimes aborts in its shutdown ("terminate called without
+    # an active exception", about half the runs with WORKBOOK_FORK=0), the autograd engine's device thread meeting a
+    # finalizing interpreter (pytorch#38228). An exit crash, not the backward's: lesson 09 has yet to show it.
     done = isolated.run(f"""
+        import os, sys
         from helpers import device
         device.enable()
         from tests.test_device import {body.__name__}
         {body.__name__}()
+        sys.stdout.flush(), sys.stderr.flush()
+        os._exit(0)
     """)
     assert done.returncode == 0, done.stderr[-3000:]
 

@@ -3,8 +3,9 @@ make, and where a check once passed a wrong answer (an independent reviewer's, w
 answer is here.
 
 One file per exercise, exercises/mistakes/<the exercise's file name>.toml: for each mistake its name, what is wrong
-(why), words its diagnosis must contain (expect), and its edits of the solution, each replacing text (old) that stands
-once in the solution, so a mistake cannot silently stop applying when a solution changes.
+(why), words its diagnosis must contain (expect), where needed the first torch release it is a mistake on
+(torch_from), and its edits of the solution, each replacing text (old) that stands once in the solution, so a mistake
+cannot silently stop applying when a solution changes.
 tests/test_exercise_mistakes.py writes each one out and proves its check fails with that diagnosis.
 """
 
@@ -24,6 +25,7 @@ class Mistake:
     why: str
     expect: str
     edits: list[tuple[str, str]]
+    torch_from: str = ""  # the first torch release on which this is a mistake, where earlier ones behave otherwise
 
     def text(self) -> str:
         """The reference solution with this mistake's edits made."""
@@ -42,7 +44,7 @@ def read(exercise_id: str) -> list[Mistake]:
     """The mistakes of one exercise, from its file in exercises/mistakes/."""
     path = FOLDER / "mistakes" / f"{EXERCISES[exercise_id].file.rsplit('.', 1)[0]}.toml"
     return [Mistake(exercise_id, record["name"], record["why"], record["expect"],
-                    [(edit["old"], edit["new"]) for edit in record["edit"]])
+                    [(edit["old"], edit["new"]) for edit in record["edit"]], record.get("torch_from", ""))
             for record in tomllib.loads(path.read_text())["mistake"]]
 
 

@@ -1213,8 +1213,9 @@ def _sum_squares_setup(ctx, inputs, output):
 
 def _sum_squares_backward(ctx, grad):
     *xs, scale = ctx.saved_tensors
-    factor = grad if scale is None else grad * scale
-    return [2 * x * factor for x in xs], None if scale is None else grad * sum(x * x for x in xs)
+    if scale is None:  # no gradient for an absent scale: torch 2.13 refuses a None there, 2.14 on take either
+        return ([2 * x * grad for x in xs],)
+    return [2 * x * grad * scale for x in xs], grad * sum(x * x for x in xs)
 
 
 def _sum_squares_inputs(dtypes: list[torch.dtype], scale_dtype: torch.dtype | None):

@@ -1,5 +1,7 @@
 """The benchmarks run end to end (on short timings); their figures are for bench/ and the lessons, not for tests."""
 
+import math
+
 import pytest
 import torch
 
@@ -41,7 +43,9 @@ def test_entry_points_and_python_op_parts_are_timed(workbook):
     fast_path = hasattr(torch.ops.workbook_py.add.default, "_is_pyobj_dispatcher_enabled")
     assert len(differences) == (3 if fast_path else 2)
     totals, differences, python_share = dispatch_cost.call_parts(rounds=2, seconds=0.001, calls=500)
-    assert len(totals) == 4 and len(differences) == 2 and 0 < python_share.median < 1  # lesson 07, section 3
+    # The structure only: two rounds of a millisecond under the test command's load can give any sign (a 2.13 run's
+    # median was -2.2). The share itself, measured properly, is lesson 07's (section 3), compared there by nbval.
+    assert len(totals) == 4 and len(differences) == 2 and math.isfinite(python_share.median)
 
 
 def test_build_times_reads_each_lessons_layers_from_its_load_calls():

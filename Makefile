@@ -12,6 +12,9 @@ BIN    := $(VENV)/bin
 # child process), and a third keeps both cores busy (with the fork server, -n 2 and -n 3 are about even warm).
 # A notebook stays on one worker (loadfile); files go out in the order the root conftest.py sets (no reordering).
 PYTEST_ARGS ?= -n 3 --dist loadfile --no-loadscope-reorder
+# The test command's processes (workers, checks, kernels: several hundred) import the workbook's modules from their
+# compiled .pyc (__pycache__/, ignored by git), even where the environment says not to write them.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
 .PHONY: lab test unit notebooks execute bench browser-check clean
 
@@ -37,15 +40,15 @@ lab: $(VENV)/.installed
 	$(BIN)/jupyter lab notebooks/ --LabApp.app_settings_dir=$(CURDIR)/.jupyter/settings $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
 
 # Subsets while developing: `make unit`, `make notebooks NB=notebooks/01_schemas.ipynb`.
 unit: $(VENV)/.installed
-	$(BIN)/python -m pytest $(PYTEST_ARGS) tests
+	$(PYTEST) $(PYTEST_ARGS) tests
 
 NB ?= notebooks
 notebooks: $(VENV)/.installed
-	$(BIN)/python -m pytest $(PYTEST_ARGS) $(NB)
+	$(PYTEST) $(PYTEST_ARGS) $(NB)
 
 # Re-run notebooks top to bottom and store their outputs (do this before committing a notebook).
 execute: $(VENV)/.installed

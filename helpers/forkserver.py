@@ -8,15 +8,15 @@ WORKBOOK_FORKSERVER, which pytest's workers and the notebooks' kernels inherit. 
 - the notebooks' kernels (forked_kernel.py).
 
 It is a speed-up, never a dependency. WORKBOOK_FORK=0 turns it off: every fresh process is a new Python, and the test
-command passes so too, slower. It is off by default except on Linux (forking a process that has imported torch is
-untested elsewhere; macOS's Python itself starts new processes by spawning). Your JupyterLab runs no server: an
+command passes so too, slower. It runs on Linux only: forking a process that has imported torch is untested elsewhere
+(macOS's Python itself starts new processes by spawning), and the server watches its children through Linux's pidfds. Your JupyterLab runs no server: an
 exercise check there is a new Python. Where WORKBOOK_FORKSERVER names a server that is gone (a variable inherited from
 a test session that ended), spawn() starts a new Python instead.
 
 A child is what `python -c program` would be once the modules in PRELOAD are imported: a process of its own (a crash
 ends only the child), with the caller's environment, working directory, stdout and stderr (tests/test_forkserver.py
 compares the two). The server imports nothing of the workbook and runs nothing itself: it holds no OpenMP threads
-that a fork would break.
+that a fork would break. It forks each child itself, and waits for them all in one loop, without a thread.
 
 Protocol, over a Unix socket: the client sends two file descriptors (the files that become the child's stdout and
 stderr), then a JSON line (program, environment, working directory); it reads back the child's pid, then its return
@@ -26,9 +26,11 @@ code as subprocess reports it (-N: killed by signal N). A child lives as long as
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import io
 import json
+import logging
 import os
 import select
 import signal
@@ -36,20 +38,20 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import traceback
 import types
 
 VARIABLE = "WORKBOOK_FORKSERVER"  # the session's server's socket
-SWITCH = "WORKBOOK_FORK"  # "0": no server, every fresh process a new Python; "1": a server, on any system
-# torch, and what opcheck, torch.export and AOTInductor's loader import on first use (seconds together, here once).
-PRELOAD = ("torch", "torch._dynamo", "torch._functorch.aot_autograd", "torch.export._trace", "torch._inductor.package")
+SWITCH = "WORKBOOK_FORK"  # "0": no server, every fresh process a new Python
+# torch, and what opcheck, torch.export, AOTInductor's loader and the JIT builds (cpp_extension, which imports
+# setuptools) import on first use (seconds together, here once).
+PRELOAD = ("torch", "torch._dynamo", "torch._functorch.aot_autograd", "torch.export._trace", "torch._inductor.package",
+           "torch.utils.cpp_extension")
 
 
 def wanted() -> bool:
-    """Whether the test command starts a server: as WORKBOOK_FORK says, else only on Linux."""
-    setting = os.environ.get(SWITCH)
-    return sys.platform == "linux" if setting is None else setting != "0"
+    """Whether the test command starts a server: on Linux, unless WORKBOOK_FORK=0."""
+    return sys.platform == "linux" and os.environ.get(SWITCH) != "0"
 
 
 def start(address: str) -> subprocess.Popen:
@@ -154,57 +156,71 @@ def _serve(address: str) -> None:
     listener.bind(address + ".starting")
     listener.listen(64)
     os.rename(address + ".starting", address)
+    # cpp_extension warns at import, on a machine without CUDA, that it found none: once here, for no child.
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
     for module in PRELOAD:
         importlib.import_module(module)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the per-request processes are reaped by the kernel
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.NOTSET)
+    # One loop, no thread: each child is forked from this process, and watched through two descriptors, its client's
+    # connection (readable: the client is gone, kill the child) and its pidfd (readable: it exited, send the code).
+    children: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (connection, pid)
+    killed: set[int] = set()  # pidfds of children killed, not yet exited
     while True:
-        ready, _, _ = select.select([listener, sys.stdin], [], [])
+        clients = {connection.fileno(): pidfd for pidfd, (connection, _) in children.items() if pidfd not in killed}
+        ready, _, _ = select.select([listener, sys.stdin, *children, *clients], [], [])
         if sys.stdin in ready:  # closed: the test session is over
             os.unlink(address)
             os._exit(0)  # at once: no interpreter teardown (a second, with torch loaded)
-        connection, _ = listener.accept()
-        if os.fork() == 0:
-            listener.close()
-            _supervise(connection)
-        connection.close()
-
-
-def _supervise(connection: socket.socket) -> None:
-    """In a process per request: fork the child, tell the client its pid, wait for the child and send its return
-    code. Kill the child if the client goes away first (its timeout, or its own end)."""
-    try:
-        _, fds, _, _ = socket.recv_fds(connection, 1, 2)
-        request = json.loads(connection.makefile("rb").readline())
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # this process waits for its child
-        pid = os.fork()
-        if pid == 0:
+        for fd in ready:
+            if fd in children:  # exited
+                connection, pid = children.pop(fd)
+                killed.discard(fd)
+                _, status = os.waitpid(pid, 0)
+                with contextlib.suppress(OSError):  # the client may be gone already
+                    connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+                connection.close()
+                os.close(fd)
+            elif fd in clients and clients[fd] in children:  # the client closed its end first: kill the child
+                signal.pidfd_send_signal(clients[fd], signal.SIGKILL)
+                killed.add(clients[fd])
+        if listener in ready:
+            connection = listener.accept()[0]
+            with contextlib.suppress(OSError):  # a client that went away before its child started
+                pidfd, pid = _start(connection, [listener, *(c for c, _ in children.values()), *children])
+                children[pidfd] = connection, pid
+                continue
             connection.close()
-            try:
-                _execute(request, *fds)  # exits the child
-            except BaseException:  # noqa: BLE001 - it could not start the program (a missing cwd)
-                traceback.print_exc()
-                os._exit(1)
-        for fd in fds:
-            os.close(fd)
-        lock, exited = threading.Lock(), False
 
-        def kill_the_child_when_the_client_is_gone():
-            connection.recv(1)  # b"": the client closed its end
-            with lock:
-                if not exited:
-                    os.kill(pid, signal.SIGKILL)
 
-        threading.Thread(target=kill_the_child_when_the_client_is_gone, daemon=True).start()
+def _start(connection: socket.socket, not_for_the_child: list) -> tuple[int, int]:
+    """Fork the child a client asked for and tell the client its pid: (its pidfd, its pid)."""
+    _, fds, _, _ = socket.recv_fds(connection, 1, 2)
+    request = b""
+    while not request.endswith(b"\n"):  # the client sends its request at once, whole
+        if not (received := connection.recv(65536)):
+            raise ConnectionResetError("the client left before it sent its request")
+        request += received
+    pid = os.fork()
+    if pid == 0:
+        for other in not_for_the_child:  # another client's end stays with the server alone
+            other.close() if isinstance(other, socket.socket) else os.close(other)
+        connection.close()
+        try:
+            _execute(json.loads(request), *fds)  # exits the child
+        except BaseException:  # noqa: BLE001 - it could not start the program (a missing cwd)
+            traceback.print_exc()
+            os._exit(1)
+    for fd in fds:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    try:
         connection.sendall(f"{pid}\n".encode())
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped: its pid cannot be reused
-        with lock:
-            exited = True
-        _, status = os.waitpid(pid, 0)
-        connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
-    except OSError:  # the client is gone
-        pass
-    finally:
-        os._exit(0)  # never back into the server's loop
+    except OSError:  # the client is gone: so is its child
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(pidfd)
+        raise
+    return pidfd, pid
 
 
 def _execute(request: dict, stdout: int, stderr: int) -> None:

@@ -1,11 +1,13 @@
 """exercises/runner.py: what a check says when the reader's code ends the check's process, or never returns. Each
 answer here is a tiny file that does only that, or fails to compile."""
 
+import os
 import re
+import sys
 import time
 
 import exercises
-from exercises import runner
+from exercises import runner, toolkit
 from helpers import paths
 
 # 02.meta_kernel's operator, with kernels that never return. A volatile read each turn: a loop without side effects
@@ -77,3 +79,16 @@ def test_a_compile_error_shows_the_compilers_first_errors_with_short_paths():
     assert diagnosis.startswith("Your 02_meta_kernel.cpp failed to compile. First errors:\n\n02_meta_kernel.cpp:")
     assert re.search(r"\n02_meta_kernel\.cpp:\d+:\d+: error: expected", diagnosis), diagnosis
     assert str(paths.BUILD) not in diagnosis, diagnosis
+
+
+def test_a_python_answer_is_loaded_from_its_text_not_from_a_cached_pyc(tmp_path, monkeypatch):
+    # Python trusts a .pyc while the file's size and modification second are unchanged: a one-character edit within
+    # a second would otherwise run the code as it was before.
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # as on a reader's machine
+    answer = tmp_path / "answer.py"
+    loaded = []
+    for value in (1, 2):
+        answer.write_text(f"VALUE = {value}\n")
+        os.utime(answer, ns=(10**18, 10**18))  # the same second both times
+        loaded.append(toolkit.load_python(answer).VALUE)
+    assert loaded == [1, 2]

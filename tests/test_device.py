@@ -252,7 +252,7 @@ def test_backward_on_the_device(body):
     # The body passes, then the process ends without shutting the interpreter down, as the fork server's children
     # do: a new Python that ran a backward on the device sometimes aborts in its shutdown ("terminate called without
     # an active exception", about half the runs with WORKBOOK_FORK=0), the autograd engine's device thread meeting a
-    # finalizing interpreter (pytorch#38228). An exit crash, not the backward's: lesson 09 has yet to show it.
+    # finalizing interpreter (pytorch#190489). An exit crash, not the backward's: lesson 09, section 7, says so.
     done = isolated.run(f"""
         import os, sys
         from helpers import device

@@ -54,10 +54,10 @@ def wanted() -> bool:
     return sys.platform == "linux" and os.environ.get(SWITCH) != "0"
 
 
-def start(address: str) -> subprocess.Popen:
-    """Start a server listening at `address` (a socket path). It serves until the returned process's stdin is closed;
-    a client that connects while it is still importing waits."""
-    server = subprocess.Popen([sys.executable, __file__, address], stdin=subprocess.PIPE)
+def start(address: str, preload: tuple[str, ...] = PRELOAD) -> subprocess.Popen:
+    """Start a server listening at `address` (a socket path), which imports the modules `preload` names. It serves
+    until the returned process's stdin is closed; a client that connects while it is still importing waits."""
+    server = subprocess.Popen([sys.executable, __file__, address, *preload], stdin=subprocess.PIPE)
     while not os.path.exists(address):  # bound before it imports anything: a few milliseconds
         if server.poll() is not None:
             raise RuntimeError(f"the fork server exited at start (exit {server.returncode})")
@@ -145,7 +145,7 @@ def _text(file) -> str:
     return io.TextIOWrapper(file).read()
 
 
-def _serve(address: str) -> None:
+def _serve(address: str, preload: list[str]) -> None:
     # Ctrl-C in a terminal, or a Jupyter kernel's interrupt or shutdown, reaches the whole process group: the server
     # lives until its stdin closes, not until an interrupt (it printed a KeyboardInterrupt traceback and died). Each
     # child takes Python's usual handler back (_execute).
@@ -158,7 +158,7 @@ def _serve(address: str) -> None:
     os.rename(address + ".starting", address)
     # cpp_extension warns at import, on a machine without CUDA, that it found none: once here, for no child.
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
-    for module in PRELOAD:
+    for module in preload:
         importlib.import_module(module)
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.NOTSET)
     # One loop, no thread: each child is forked from this process, and watched through two descriptors, its client's
@@ -257,4 +257,4 @@ def _execute(request: dict, stdout: int, stderr: int) -> None:
 if __name__ == "__main__":
     # Run as a script, Python put helpers/ first on sys.path: its trace.py would hide the standard library's `trace`.
     del sys.path[0]
-    _serve(sys.argv[1])
+    _serve(sys.argv[1], sys.argv[2:])

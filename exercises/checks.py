@@ -3,7 +3,8 @@
 
 A diagnosis says what happened instead of what the exercise asks, and where in the lesson to look; never the answer.
 Each check tries every case its task names. tests/test_exercises.py and test_exercise_mistakes.py prove, for every
-exercise, that the skeleton fails, every mistake in mistakes/ fails with the diagnosis it names, and the solution passes.
+exercise, that the skeleton fails, every mistake in mistakes/ fails with the diagnosis it names, and the solution
+passes.
 """
 
 from __future__ import annotations
@@ -140,18 +141,40 @@ def _walk_end(steps) -> str:
 
 @exercise("00.walk", "hard")
 def walk(path: Path) -> Result:
+    from contextlib import nullcontext
+
     build.load_all("schemas", "cpu", "meta")
     kernels = load_python(path).kernels
-    cases = _walk_cases()
-    for what, op, args, context, where_to_look in cases:
+
+    def walked(what, op, args, context=nullcontext, where_to_look=_NO_ENTRY) -> Result:
         with context():
             yours, actual = kernels(op, *args), call_path(op, *args)
             if len(yours) > len(actual) and yours[:len(actual)] == actual:  # a walk that went on past its end
                 where_to_look = _walk_end(trace.predict(op, *args))
         result = compare_paths(yours, actual, where_to_look)
-        if not result.passed:
-            return Result(False, f"{what}: {result.diagnosis}")
-    return Result(True, f"all {len(cases)} calls walked as the dispatcher walks them")
+        return result if result.passed else Result(False, f"{what}: {result.diagnosis}")
+
+    x = torch.randn(3, requires_grad=True)
+    # An operator that is not aten's, with a math kernel registered from Python: its kind, not its file, says so.
+    with operator("twice(Tensor x) -> Tensor", lambda t: t * 2, "CompositeImplicitAutograd"):
+        cases = [*_walk_cases(), ("exercise::twice(x), a composite registered from Python",
+                                  torch.ops.exercise.twice.default, (x,), nullcontext, _MATH_KERNEL)]
+        for case in cases:
+            if not (result := walked(*case)).passed:
+                return result
+    # Here and now: the same call, before and after a registration changes its operator's table.
+    changed = ("lesson 00, section 3: the dispatch table is read at each call, and a registration changes it (a "
+               "fallthrough at AutogradCPU, here).")
+    with operator("shifted(Tensor x) -> Tensor", lambda t: t + 1) as library:
+        op = torch.ops.exercise.shifted.default
+        if not (result := walked("exercise::shifted(x), a CPU kernel only", op, (x,), where_to_look=changed)).passed:
+            return result
+        library.impl("shifted", torch.library.fallthrough_kernel, "AutogradCPU")
+        if not (result := walked("exercise::shifted(x), called again after a fallthrough was registered at AutogradCPU",
+                                 op, (x,), where_to_look=changed)).passed:
+            return result
+    return Result(True, f"all {len(cases) + 2} calls walked as the dispatcher walks them, one of them again after a "
+                        "registration")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,6 +313,9 @@ def _broken_promises(name: str, schema, tags, truth: _AliasTruth) -> list[str]:
     return problems
 
 
+_ALIAS_TYPES = {"x": "Tensor", "lo": "float", "hi": "float", "min": "Tensor", "max": "Tensor"}  # the task's arguments
+
+
 @exercise("01.alias_annotations", "hard")
 def alias_annotations(path: Path) -> Result:
     answer = load_python(path)
@@ -306,6 +332,12 @@ def alias_annotations(path: Path) -> Result:
             problems.append(f"{name}: torch refuses the definition: {str(error).strip().splitlines()[0]}")
             continue
         op = getattr(torch.ops.exercise, name).default
+        written = {"number": "Scalar"}  # the schema's spelling of a type torch prints otherwise
+        if wrong := [f"{name}: `{arg.name}` has type {written.get(str(arg.type), arg.type)}, and the task says "
+                     f"{_ALIAS_TYPES[arg.name]}"
+                     for arg in op._schema.arguments if str(arg.type) != _ALIAS_TYPES.get(arg.name, str(arg.type))]:
+            problems += wrong
+            continue
         if broken := _broken_promises(name, op._schema, tags, truth):
             problems += broken
             continue
@@ -339,6 +371,7 @@ def _softplus2_error(error: Exception, key: str) -> str:
 
 @exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
+    import contextlib
     from contextlib import nullcontext
 
     answer = load_python(path)
@@ -352,32 +385,47 @@ def composite_key(path: Path) -> Result:
     with operator("softplus2(Tensor x) -> Tensor", answer.softplus2, answer.KEY):
         op = torch.ops.exercise.softplus2.default
         problems = []
-        for what, x, context in [("CPU tensors", torch.randn(3), nullcontext),
-                                 ("float64 CPU tensors", torch.randn(3, dtype=torch.float64), nullcontext),
+        # Inputs far below 0 too, where log(1 + exp(2x)) loses every digit log1p keeps (float32 at -9, float64 at -20).
+        for what, x, context in [("float32 CPU tensors", torch.tensor([-9.0, -5.0, -0.5, 0.0, 0.5, 3.0]), nullcontext),
+                                 ("float64 CPU tensors",
+                                  torch.tensor([-20.0, -9.0, -1.0, 0.0, 1.0, 3.0], dtype=torch.float64), nullcontext),
                                  ("a transposed CPU tensor", torch.randn(3, 2).t(), nullcontext),
                                  ("an empty CPU tensor", torch.randn(0, 2), nullcontext),
                                  ("meta tensors (what torch.compile and torch.export trace with)",
                                   torch.empty(3, device="meta"), nullcontext),
                                  ("inside torch.inference_mode()", torch.randn(3), torch.inference_mode)]:
+            given = x.clone()
             try:
                 with context():
+                    grad_mode = torch.is_grad_enabled()
                     out = op(x)
+                    grad_mode_changed = torch.is_grad_enabled() != grad_mode
             except (NotImplementedError, RuntimeError) as error:
                 problems.append(f"{what}: {_softplus2_error(error, answer.KEY)}")
                 continue
             expected = (torch.log1p(torch.exp(2 * x.double())) / 2).to(x.dtype)
-            precision = torch.finfo(x.dtype).eps * 16  # a few roundings in the input's own dtype
+            precision = torch.finfo(x.dtype).eps * 16  # a few roundings in the input's own dtype, relative: 0 < values
             if (out.dtype, out.shape, out.device) != (x.dtype, x.shape, x.device):
                 problems.append(f"{what}: the output is {out.dtype}, shape {list(out.shape)} on {out.device}; the "
                                 f"input {x.dtype}, shape {list(x.shape)} on {x.device}")
+            elif x.device.type != "meta" and not torch.equal(x, given):
+                problems.append(f"{what}: the call changed its input, which the schema does not let it write (no "
+                                "`(a!)`; lesson 01)")
             elif out is x or out.untyped_storage()._cdata == x.untyped_storage()._cdata:
                 problems.append(f"{what}: the output shares the input's storage, and the schema promises a new tensor")
-            elif x.device.type != "meta" and not torch.allclose(out, expected, rtol=precision, atol=precision):
-                problems.append(f"{what}: wrong values" + (", or computed at a lower precision than the input's"
-                                                           if x.dtype == torch.float64 else ""))
+            elif x.device.type != "meta" and not torch.allclose(out, expected, rtol=precision, atol=0):
+                worst, digits = ((out.double() - expected.double()).abs() / expected.double()).argmax(), (
+                    17 if x.dtype == torch.float64 else 9)  # enough to tell two values of the dtype apart
+                problems.append(f"{what}: wrong values (at x = {x.flatten()[worst].item():g}: "
+                                f"{out.flatten()[worst].item():.{digits}g}, where log(1 + exp(2x)) / 2 is "
+                                f"{expected.flatten()[worst].item():.{digits}g}), or computed at a lower precision "
+                                "than the input's")
+            if grad_mode_changed:
+                problems.append(f"{what}: grad mode changed in the call; a kernel must leave the caller's thread-local "
+                                "state as it found it (lesson 00, section 2)")
         # Whether autograd saw the operations inside the kernel, read from the dispatch table, not from the fallback's
         # warning: the reader's code could turn the warning off (_set_autograd_fallback_mode, a warnings filter).
-        x = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+        x = torch.tensor([-1.0, 0.0, -0.0, 0.5, 2.0], requires_grad=True)  # 0: where abs and clamp have a kink
         steps = trace.predict(op, x)
         first = next((step for step in steps if step.status == "kernel"), None)
         if (first is not None and first.key.startswith("Autograd") and first.entry.kind == "backend fallback"
@@ -394,7 +442,15 @@ def composite_key(path: Path) -> Result:
                 if grad is None:
                     problems.append("no gradient: the output has no grad_fn")
                 elif not torch.allclose(grad, torch.sigmoid(2 * x.detach())):
-                    problems.append(f"wrong gradient: {grad.tolist()}")
+                    problems.append(f"wrong gradient at x = {x.detach().tolist()}: {grad.tolist()}")
+            with torch.no_grad():
+                with contextlib.suppress(NotImplementedError, RuntimeError):  # told above
+                    op(torch.randn(3))
+                left_on = torch.is_grad_enabled()
+            if left_on:
+                problems.append("a call inside torch.no_grad() turned grad mode on for the rest of the block: a "
+                                "kernel must leave the caller's thread-local state as it found it (lesson 00, "
+                                "section 2)")
         if answer.KEY == "CompositeImplicitAutograd":  # the key is right: the kernel is at fault
             hint = ("\nThe key is right; look at the kernel. Lesson 02, sections 3 and 4: a composite kernel runs on "
                     "every kind of tensor that reaches it, with autograd watching: torch operations only, in the "
@@ -687,7 +743,8 @@ def _inplace_nested(op, ran: list[str]) -> list[str]:
     the Autograd alias covers both."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "The PyTorch API of nested tensors is in prototype stage"
-        x, other = (torch.nested.nested_tensor([torch.full((2,), value), torch.full((3,), value)]) for value in (1., 2.))
+        x, other = (torch.nested.nested_tensor([torch.full((2,), value), torch.full((3,), value)])
+                    for value in (1.0, 2.0))
     keys = str(torch._C._dispatch_keys(x)).removeprefix("DispatchKeySet(").removesuffix(")")
     ran.clear()
     try:

@@ -1552,6 +1552,8 @@ def _vmap_rule_cases() -> list[tuple]:
         ("an empty batch (B = 0) of y, x with no batch", single, empty, (None, 0), single.expand(0, 5, 6), empty),
         ("empty rows (m = 0), x and y batched in dimension 0", torch.randn(4, 5, 0), torch.randn(4, 5, 0), (0, 0),
          torch.randn(4, 5, 0), torch.randn(4, 5, 0)),
+        ("matrices with no rows (n = 0), x and y batched in dimension 0", torch.randn(4, 0, 6), torch.randn(4, 0, 6),
+         (0, 0), torch.randn(4, 0, 6), torch.randn(4, 0, 6)),
         ("float64 matrices, x batched in dimension 0, y with no batch", exact, exact[0], (0, None), exact,
          exact[0].expand(4, 5, 6)),
         ("int64 matrices with values near 2**26, x and y batched in dimension 0", large, large.flip(0), (0, 0), large,
@@ -1708,9 +1710,11 @@ def records_graph(path: Path) -> Result:
                     try:
                         yours = answer(*tensors)
                     except Exception as error:  # noqa: BLE001 - the reader's code may raise anything
+                        arity = isinstance(error, TypeError) and "positional argument" in str(error)
                         return Result(False, f"called with {len(tensors)} tensor(s) ({case}), your function raised "
-                                             f"{_raised(error, path)}\nAn Autograd kernel asks about every tensor "
-                                             f"argument of its call, however many. Look again at {lesson}.")
+                                             f"{_raised(error, path)}\n" + ("An Autograd kernel asks about every "
+                                             "tensor argument of its call, however many. " if arity else "")
+                                             + f"Look again at {lesson}.")
                     after = state()
                 if before[0] != after[0]:
                     on_off = {True: "on", False: "off"}
@@ -1906,6 +1910,12 @@ def load_before_aoti(path: Path) -> Result:
                 same = [isinstance(out, torch.Tensor) and out.shape == output.shape and torch.allclose(out, output,
                         atol=1e-6) for output in outputs]
                 print("CALLED", json.dumps({{"n": n, "same": same, "grad_mode": torch.is_grad_enabled()}}))
+            try:  # a batch of 1 row: below the smallest the package takes, which its input checks refuse
+                answer.run(model_pt2, torch.zeros(1, x.shape[1]))
+                refused = False
+            except Exception:  # noqa: BLE001 - the package's refusal, whatever its type
+                refused = True
+            print("ONE ROW", json.dumps({{"refused": refused, "grad_mode": torch.is_grad_enabled()}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -1931,6 +1941,7 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
+    one_row = [json.loads(line.removeprefix("ONE ROW ")) for line in lines if line.startswith("ONE ROW ")]
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -1942,6 +1953,14 @@ def load_before_aoti(path: Path) -> Result:
             return Result(False, f"in the fresh Python, grad mode was off after {what}, where it was on before: code "
                                  "that changes thread-local state must restore it, or the caller's later code (its "
                                  "training, say) runs changed (lesson 00, section 2).")
+    if not one_row[0]["refused"]:
+        return Result(False, "in the fresh Python, run() on a batch of 1 row, fewer than the package was exported for, "
+                             "returned a result: the input checks that AOTI_RUNTIME_CHECK_INPUTS=1 turns on, which "
+                             f"refuse it, did not run.{hint}.")
+    if not one_row[0]["grad_mode"]:
+        return Result(False, "in the fresh Python, grad mode was off after run() raised (the package refused a batch "
+                             "of 1 row), where it was on before: code that changes thread-local state must restore it "
+                             "on every way out, an error's included (lesson 00, section 2).")
     if from_build[0]:
         build_folder = paths.BUILD.resolve()
         shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]
@@ -1949,7 +1968,8 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, your code loaded {shown[0]}{more} from the workbook's build "
                              "folder: a production machine has none, only the package where pip installed it (here, in "
                              f"a folder of its own).{hint}.")
-    return Result(True, "same as eager, for both models; grad mode as it was; the operators from the installed package")
+    return Result(True, "same as eager, for both models; a batch the package refuses refused; grad mode as it was; the "
+                        "operators from the installed package")
 
 
 def _stable_add_opcheck_cases() -> list[tuple]:

@@ -2004,6 +2004,8 @@ def _stable_add_refused() -> list[tuple]:
         ("a float32 `self` and a float64 `other`", torch.ones(3, 4), torch.ones(3, 4, dtype=torch.float64)),
         ("`self` of shape [3, 4] and `other` of shape [4, 3]", torch.ones(3, 4), torch.ones(4, 3)),
         ("`self` of shape [3, 4] and `other` of shape [4] (which would broadcast)", torch.ones(3, 4), torch.ones(4)),
+        ("`self` of shape [3, 4] and `other` of shape [3, 4, 5]", torch.ones(3, 4), torch.ones(3, 4, 5)),
+        ("`self` of shape [3, 4, 5] and `other` of shape [3, 4]", torch.ones(3, 4, 5), torch.ones(3, 4)),
         ("two int16 tensors", torch.ones(3, 4, dtype=torch.int16), torch.ones(3, 4, dtype=torch.int16)),
         ("two bool tensors", torch.ones(3, 4, dtype=torch.bool), torch.ones(3, 4, dtype=torch.bool)),
         ("two complex64 tensors", torch.ones(3, 4, dtype=torch.complex64), torch.ones(3, 4, dtype=torch.complex64)),
@@ -2062,16 +2064,19 @@ def stable_autograd(path: Path) -> Result:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with FakeTensorMode() as mode:
-        sparse = mode.from_tensor(torch.ones(3, 4).to_sparse())
-        try:
-            op(sparse, sparse)
-        except Exception:  # noqa: BLE001 - any error refuses the call, as eager's does
-            pass
-        else:
-            return Result(False, "on two sparse (COO) float32 fake tensors, as torch.compile traces them, your fake "
-                                 "kernel accepted a layout the CPU kernel refuses (read its checks): torch.compile and "
-                                 "torch.export would trace a call that fails when it runs.\nLook again at lesson 02: "
-                                 "the workbook's Meta kernels (csrc/meta.cpp) check what its CPU kernels check.")
+        dense, coo, csr = (mode.from_tensor(t) for t in (torch.ones(3, 4), torch.ones(3, 4).to_sparse(),
+                                                          torch.ones(3, 4).to_sparse_csr()))
+        for what, a, b in (("two sparse (COO) float32 fake tensors", coo, coo),
+                           ("a dense `self` and a sparse (COO) `other`, float32 fake tensors", dense, coo),
+                           ("two sparse (CSR) float32 fake tensors", csr, csr)):
+            try:
+                op(a, b)
+            except Exception:  # noqa: BLE001 - any error refuses the call, as eager's does
+                continue
+            return Result(False, f"on {what}, as torch.compile traces them, your fake kernel accepted a layout the "
+                                 "CPU kernel refuses (read its checks): torch.compile and torch.export would trace a "
+                                 "call that fails when it runs.\nLook again at lesson 02: the workbook's Meta kernels "
+                                 "(csrc/meta.cpp) check what its CPU kernels check.")
     for grads in ((True, True), (True, False), (False, True)):
         case = f"float64 inputs, `other` transposed, requires_grad {grads}"
         a = torch.randn(3, 4, dtype=torch.float64, requires_grad=grads[0])
@@ -2185,6 +2190,7 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "an empty `out` (0 elements)": lambda to: (to(x), to(y), to(torch.empty(0))),
         "a 2 x 3 `out`": lambda to: (to(x), to(y), to(torch.ones(2, 3))),
         "a 3 x 4 x 5 `out` (the product broadcasts into it)": lambda to: (to(x), to(y), to(torch.ones(3, 4, 5))),
+        "a 5 x 4 `out` (as many elements as the product, another shape)": lambda to: (to(x), to(y), to(torch.ones(5, 4))),
     }
     harder = {
         "a transposed view as `other`": lambda to: (to(x), to(columns).t(), to(z)),
@@ -2194,11 +2200,15 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             to(torch.arange(1000.0, 1020.0).view(4, 5).half()), to(torch.full((4, 5), 1.0003)), to(z.half())),
         "an int32 self times a float32 other into a float32 `out`": lambda to: (
             to(torch.arange(6, dtype=torch.int32)), to(torch.full((6,), 0.5)), to(torch.zeros(6))),
+        "a float32 self times a 0-dim float64 CPU tensor (1/3) into a float32 `out`": lambda to: (
+            to(x), torch.tensor(1 / 3, dtype=torch.float64), to(z)),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
         "a (1,)-shaped CPU tensor as `self`": ("self", lambda to: (torch.tensor([3.0]), to(y), to(z))),
         "a 4 x 5 CPU tensor as `out`": ("out", lambda to: (to(x), to(y), z.clone())),
+        "a 0-dim CPU tensor as `out`, 0-dim `self` and `other` on the device": (
+            "out", lambda to: (to(torch.tensor(2.0)), to(torch.tensor(3.0)), torch.tensor(0.0))),
         "a float32 product into an int64 `out`": (None, lambda to: (to(x), to(y), to(torch.zeros_like(large)))),
         "a float32 product into an empty int64 `out`": (
             None, lambda to: (to(x), to(y), to(torch.empty(0, dtype=torch.int64)))),

@@ -462,8 +462,8 @@ def composite_key(path: Path) -> Result:
 
 
 def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(a, b) for 02.meta_kernel: ranks 0 to 3, empty and non-contiguous tensors, float32 and float64 in every pairing
-    (a 0-d tensor's dtype weighs less in type promotion than one with dimensions)."""
+    """(a, b) for 02.meta_kernel: ranks 0 to 4, empty, non-contiguous and channels_last tensors, float32 and float64 in
+    every pairing (a 0-d tensor's dtype weighs less in type promotion than one with dimensions)."""
     f32, f64 = torch.float32, torch.float64
     generator = torch.Generator().manual_seed(0)
 
@@ -475,12 +475,15 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
             (tensor(0, f32), tensor(5, f32)), (tensor((2, 0), f64), tensor(3, f64)), (tensor((), f64), tensor(3, f32)),
             (tensor(3, f32), tensor((), f64)), (tensor((), f32), tensor((), f32)),
             (tensor((3, 2), f32).t(), tensor((4, 2), f32)[:, 0]), (tensor((2, 1, 3), f32), tensor(2, f64)),
-            (tensor(2, f32), tensor((3, 1, 2), f32).transpose(0, 2))]
+            (tensor(2, f32), tensor((3, 1, 2), f32).transpose(0, 2)),
+            (channels_last := tensor((2, 3, 2, 2), f32).contiguous(memory_format=torch.channels_last), tensor((), f32)),
+            (channels_last, tensor(2, f64))]
 
 
 def _described(tensor: torch.Tensor) -> str:
-    return f"{list(tensor.shape)} {str(tensor.dtype).removeprefix('torch.')}" + (
-        "" if tensor.is_contiguous() else " (non-contiguous)")
+    layout = ("" if tensor.is_contiguous() else " (channels_last)" if tensor.dim() == 4 and tensor.is_contiguous(
+        memory_format=torch.channels_last) else " (non-contiguous)")
+    return f"{list(tensor.shape)} {str(tensor.dtype).removeprefix('torch.')}{layout}"
 
 
 def _meta_difference(real: torch.Tensor, fake: torch.Tensor, inputs: tuple[torch.Tensor, ...]) -> str | None:
@@ -660,13 +663,23 @@ def fallthrough(path: Path) -> Result:
             problems.append(f"for other backends' tensors autograd is not skipped, at {', '.join(not_skipped)}")
         if problems:
             return Result(False, "\n".join(problems) + hint)
+        outlived = ("your fallthrough outlives the Library you were given: once `lib` is destroyed, count_odd's "
+                    "Autograd keys still fall through. A registration lives as long as the Library it went into, and "
+                    "only that Library can remove it (lesson 05, section 7, says the same of register_autocast); "
+                    "registrations made when the file is imported change the dispatcher before anyone asks.")
         library._destroy()
         if trace.dispatch_table(op) != before:
-            return Result(False, "your fallthrough outlives the Library you were given: once `lib` is destroyed, "
-                                 "count_odd's Autograd keys still fall through. A registration lives as long as the "
-                                 "Library it went into, and only that Library can remove it (lesson 05, section 7, "
-                                 "says the same of register_autocast); registrations made when the file is imported "
-                                 "change the dispatcher before anyone asks.")
+            return Result(False, outlived)
+        again = torch.library.Library("exercise", "FRAGMENT")  # as a test suite that makes a Library per test
+        answer.register(again)
+        table = trace.dispatch_table(op)
+        if not all(key in table and table[key].fallthrough for key in _autograd_keys()):
+            return Result(False, "once `lib` was destroyed, register given a new Library did not make count_odd's "
+                                 "Autograd keys fall through again: each call registers into the Library it is given, "
+                                 "whatever was registered, and removed, before." + hint)
+        again._destroy()
+        if trace.dispatch_table(op) != before:
+            return Result(False, outlived)
         return Result(True, f"autograd skipped at all {len(_autograd_keys())} Autograd keys, CPU and meta tensors "
                             "included; the registration lives in your Library")
 
@@ -2190,7 +2203,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "an empty `out` (0 elements)": lambda to: (to(x), to(y), to(torch.empty(0))),
         "a 2 x 3 `out`": lambda to: (to(x), to(y), to(torch.ones(2, 3))),
         "a 3 x 4 x 5 `out` (the product broadcasts into it)": lambda to: (to(x), to(y), to(torch.ones(3, 4, 5))),
-        "a 5 x 4 `out` (as many elements as the product, another shape)": lambda to: (to(x), to(y), to(torch.ones(5, 4))),
+        "a 5 x 4 `out` (as many elements as the product, another shape)": lambda to: (
+            to(x), to(y), to(torch.ones(5, 4))),
     }
     harder = {
         "a transposed view as `other`": lambda to: (to(x), to(columns).t(), to(z)),

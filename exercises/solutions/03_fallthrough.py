@@ -6,7 +6,7 @@ torch's autograd fallback, on every device. Make the dispatcher skip autograd fo
 and leave its kernels below autograd as they are. `lib` is the torch.library.Library("exercise", "FRAGMENT") to
 register with: the registration must live in it, and change nothing else (torch's process-wide autograd fallback
 mode included). The check calls it on CPU and meta tensors, reads its dispatch table at every backend's Autograd key,
-and destroys `lib`, after which the table must be as it was.
+and destroys `lib`, after which the table must be as it was; then it does the same with a second Library.
 """
 
 import torch

@@ -8,9 +8,9 @@ Python twin of csrc/autograd.cpp's AddInPlace (lesson 03, section 4). Write its 
 kernel must not run again), and tells autograd that `x` was modified in place; after `y = x.clone(); add_(y, other)`,
 backward must give x and other their gradients. (csrc's AddInPlace skips ADInplaceOrView, safely only because
 mark_dirty bumps the one version that key's kernel would: torch's own Autograd kernels for in-place operators hand the
-call on to it, lesson 03, section 4.) The check calls it on CPU, meta and nested tensors, also with an `x` that does
-not require grad, and inside a TorchDispatchMode, which must see the call; each call must leave the thread's dispatch
-state as it found it.
+call on to it, lesson 03, section 4.) The check calls it on CPU, meta, nested and mkldnn tensors, also with an `x`
+that does not require grad, and inside a TorchDispatchMode, which must see the call; each call must leave the
+thread's dispatch state as it found it.
 """
 
 import torch

@@ -751,24 +751,27 @@ def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the
 _BELOW = "lesson 03, section 3: how a call is handed on below autograd, and which keys the keyset handed on keeps"
 
 
-def _inplace_nested(op, ran: list[str]) -> list[str]:
-    """exercise::add_ on nested tensors, whose autograd key is AutogradNestedTensor, not a backend's (AutogradCPU):
-    the Autograd alias covers both."""
+def _inplace_other_autograd_keys(op, ran: list[str]) -> list[str]:
+    """exercise::add_ on tensors whose autograd key is not a backend's own (AutogradCPU): nested tensors carry
+    AutogradNestedTensor beside it, mkldnn tensors AutogradOther instead. The Autograd alias covers every one."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "The PyTorch API of nested tensors is in prototype stage"
-        x, other = (torch.nested.nested_tensor([torch.full((2,), value), torch.full((3,), value)])
-                    for value in (1.0, 2.0))
-    keys = str(torch._C._dispatch_keys(x)).removeprefix("DispatchKeySet(").removesuffix(")")
-    ran.clear()
-    try:
-        op(x, other)
-    except RecursionError:
-        return [f"on nested tensors (keyset {keys}), x not requiring grad, the call came back to the Autograd kernel "
-                "again and again (RecursionError): nested tensors carry AutogradNestedTensor beside AutogradCPU, and "
-                f"forward's call did not go below it ({_BELOW})"]
-    if ran != ["ADInplaceOrView", "NestedTensorCPU"] or [t.tolist() for t in x.unbind()] != [[3.] * 2, [3.] * 3]:
-        return [f"on nested tensors (keyset {keys}), x not requiring grad, the kernels below autograd that ran were "
-                f"{ran or 'none'}, and x became {[t.tolist() for t in x.unbind()]}, not x + other ({_BELOW})"]
+        nested = [torch.nested.nested_tensor([torch.full((2,), value), torch.full((3,), value)]) for value in (1., 2.)]
+    mkldnn = [torch.full((2, 3), value).to_mkldnn() for value in (1.0, 2.0)]
+    for what, (x, other), backend in (("nested tensors", nested, "NestedTensorCPU"),
+                                      ("mkldnn tensors", mkldnn, "MkldnnCPU")):
+        keys = str(torch._C._dispatch_keys(x)).removeprefix("DispatchKeySet(").removesuffix(")")
+        ran.clear()
+        try:
+            op(x, other)
+        except RecursionError:
+            return [f"on {what} (keyset {keys}), x not requiring grad, the call came back to the Autograd kernel "
+                    "again and again (RecursionError): forward's call did not go below every autograd key the call's "
+                    f"keyset can hold ({_BELOW})"]
+        values = [t.tolist() for t in x.unbind()] if x.is_nested else x.to_dense().flatten().tolist()
+        if ran != ["ADInplaceOrView", backend] or values not in ([[3.0] * 2, [3.0] * 3], [3.0] * 6):
+            return [f"on {what} (keyset {keys}), x not requiring grad, the kernels below autograd that ran were "
+                    f"{ran or 'none'}, and x became {values}, not x + other ({_BELOW})"]
     return []
 
 
@@ -818,7 +821,7 @@ def _inplace_calls(op, ran: list[str]) -> list[str]:
         elif returned is not ym or ym.grad_fn is None:
             problems.append("on meta tensors add_ did not hand back its first argument with a history")
     if not problems:
-        problems += _inplace_nested(op, ran)
+        problems += _inplace_other_autograd_keys(op, ran)
     if not problems:
         y = torch.ones(3, requires_grad=True).clone()
         with _recording_mode() as mode:
@@ -881,10 +884,12 @@ def inplace_autograd(path: Path) -> Result:
         ran.append("Meta")
         return x
 
-    def nested_kernel(x, other):
-        ran.append("NestedTensorCPU")
-        with torch._C._AutoDispatchBelowADInplaceOrView():
-            return x.add_(other)
+    def backend_kernel(backend):  # a plain backend kernel for nested or mkldnn tensors: it writes, and records
+        def kernel(x, other):
+            ran.append(backend)
+            with torch._C._AutoDispatchBelowADInplaceOrView():
+                return x.add_(other)
+        return kernel
 
     def ad_inplace_or_view_kernel(keyset, x, other):  # records, and hands the call on
         ran.append("ADInplaceOrView")
@@ -893,7 +898,8 @@ def inplace_autograd(path: Path) -> Result:
 
     with operator("add_(Tensor(a!) x, Tensor other) -> Tensor(a!)", cpu_kernel, tags=(torch.Tag.inplace,)) as library:
         library.impl("add_", meta_kernel, "Meta")
-        library.impl("add_", nested_kernel, "NestedTensorCPU")
+        for backend in ("NestedTensorCPU", "MkldnnCPU"):
+            library.impl("add_", backend_kernel(backend), backend)
         library.impl("add_", ad_inplace_or_view_kernel, "ADInplaceOrView", with_keyset=True)
         answer = load_python(path)
         library.impl("add_", answer.autograd_kernel, "Autograd", with_keyset=True)

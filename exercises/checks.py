@@ -946,6 +946,8 @@ _CUBE_SAMPLES = [
     ("float32, zeros", [0.5, -1.0, 0.0, 2.0], [1.0, -2.0, 3.0, 0.5], torch.float32),
     ("float64, the ends of its range", [1e-110, -1e105, 3.0], [1.0, 2.0, 1.0], torch.float64),
     ("float32, the ends of its range", [1e-15, -1e13, 3.0], [1.0, 2.0, 1.0], torch.float32),
+    ("float32, a gradient past its range (inf), and a NaN from above", [2e19, 1.0, 3.0], [1.0, float("nan"), -1.0],
+     torch.float32),
 ]
 _CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5}  # each dtype's own precision, with room for rounding order
 _CUBE_DIFFERENTIABLE = "lesson 04, section 1: a backward that calls operators through the dispatcher"
@@ -959,7 +961,7 @@ def _cube_samples(cube) -> str | None:
         grad_output = torch.tensor(grad_values, dtype=dtype)
         given, before = grad_output.clone(), x.detach().clone()  # what the check hands over, kept apart
         (grad,) = torch.autograd.grad(cube(x), x, grad_output)
-        if not torch.equal(grad_output, given):
+        if not torch.allclose(grad_output, given, rtol=0, atol=0, equal_nan=True):  # unchanged, NaN included
             return (f"{what}your backward wrote into the gradient it received (the output's gradient {_values(given)} "
                     f"became {_values(grad_output)}). That tensor is autograd's: add's backward hands the same one to "
                     "both its inputs, and after .sum() it is an expanded view that an in-place write refuses (lesson "
@@ -968,7 +970,7 @@ def _cube_samples(cube) -> str | None:
             return (f"{what}your backward changed x itself (from {_values(before)} to {_values(x.detach())}): a saved "
                     "input is the caller's tensor, not a copy")
         expected = (given.double() * 3 * before.double() ** 2).to(dtype)
-        if torch.allclose(grad, expected, rtol=_CUBE_RTOL[dtype], atol=0):
+        if torch.allclose(grad, expected, rtol=_CUBE_RTOL[dtype], atol=0, equal_nan=True):
             continue
         diagnosis = (f"{what}d/dx at {_values(before)} for the output gradient {_values(given)}: yours "
                      f"{_values(grad)}, right {_values(expected)}")
@@ -989,8 +991,9 @@ def _cube_samples(cube) -> str | None:
 
 
 def _cube_beyond_the_samples(cube) -> str | None:
-    """04.backward past its samples: None when backward holds through .sum(), on meta tensors, when x changes after
-    forward, and under double backward; else why not."""
+    """04.backward past its samples: None when backward holds through .sum(), on a transposed x, on an x in reused
+    memory, on meta tensors, when x changes after forward, and under double backward; else why not."""
+    import numpy
     matrix = torch.tensor([[0.5, -1.0, 2.0], [0.0, 1.5, -3.0]], dtype=torch.float64, requires_grad=True)
     try:  # .sum()'s backward hands on a gradient expanded from one number: strides (0, 0)
         cube(matrix).sum().backward()
@@ -999,6 +1002,27 @@ def _cube_beyond_the_samples(cube) -> str | None:
                 f"{str(error).splitlines()[0][:200]}\n(lesson 04, section 3: what a backward receives)")
     if not torch.allclose(matrix.grad, 3 * matrix.detach() ** 2):
         return f"through .sum() of a 2 x 3 x: d/dx {matrix.grad.tolist()}, right {(3 * matrix.detach() ** 2).tolist()}"
+    transposed = torch.tensor([[0.5, 2.0], [-1.0, 3.0]], dtype=torch.float64).t().requires_grad_()
+    try:
+        (grad,) = torch.autograd.grad(cube(transposed), transposed, torch.ones(2, 2, dtype=torch.float64))
+    except RuntimeError as error:
+        message = str(error).splitlines()[0].split(". Use ")[0][:200]  # torch's advice is the answer
+        return (f"on a transposed (non-contiguous) x: RuntimeError: {message}\n(lesson 04, section 3: a backward gets "
+                "the tensors as they are, with their strides)")
+    if not torch.allclose(grad, 3 * transposed.detach() ** 2):
+        return f"on a transposed x: d/dx {grad.tolist()}, right {(3 * transposed.detach() ** 2).tolist()}"
+    # Two x in the same memory, one after the other, as when a freed tensor's memory is reused: a backward that keeps
+    # something by address (and version, which starts at 0 for each) uses the first x's for the second.
+    memory = numpy.array([0.5, -1.0, 2.0])
+    for values in ([0.5, -1.0, 2.0], [1.5, 4.0, -2.0]):
+        memory[:] = values
+        x = torch.from_numpy(memory).requires_grad_()
+        (grad,) = torch.autograd.grad(cube(x), x, torch.ones(3, dtype=torch.float64))
+    if not torch.allclose(grad, 3 * x.detach() ** 2):
+        return (f"for an x in the memory an earlier x used (freed memory is reused), with other values: d/dx "
+                f"{_values(grad)}, right {_values(3 * x.detach() ** 2)} for {_values(x.detach())}. Your backward used "
+                "something computed for the earlier x: a tensor's address and version do not tell it from another "
+                "(lesson 04, section 1: what forward saves, each time).")
     on_meta = torch.empty(3, dtype=torch.float64, device="meta", requires_grad=True)
     try:
         (grad,) = torch.autograd.grad(cube(on_meta), on_meta, torch.empty_like(on_meta))

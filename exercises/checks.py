@@ -1108,11 +1108,12 @@ def _nested(values: torch.Tensor) -> torch.Tensor:
 def redispatch(path: Path) -> Result:
     from contextlib import nullcontext
 
-    ran = []
+    ran, conjugate_bit = [], []
 
     def kernel(key: str):  # the kernels below autograd, each recording that it ran
         def run(x):
             ran.append(key)
+            conjugate_bit.append(x.is_conj())  # a kernel that reads memory needs the Conjugate key's fallback first
             return torch.empty_like(x) if key == "Meta" else x * 2
         return run
 
@@ -1140,9 +1141,14 @@ def redispatch(path: Path) -> Result:
                   "NestedTensorCPU")]
         if torch.backends.mkldnn.is_available():
             cases.append(("an mkldnn tensor that does not require grad", values.to_mkldnn, nullcontext, "MkldnnCPU"))
+        complex_values = torch.tensor([1 + 2j, -3j, 0.5])
+        cases += [("a complex CPU tensor", complex_values.clone, nullcontext, "CPU"),
+                  ("a conjugated complex CPU tensor (lazily: it carries the Conjugate key)",
+                   lambda: complex_values.clone().conj(), nullcontext, "CPU")]
         for what, make, context, key in cases:
             x = make()
             ran.clear()
+            conjugate_bit.clear()
             try:
                 with context() as mode:
                     out = op(x)
@@ -1189,10 +1195,15 @@ def redispatch(path: Path) -> Result:
                                      "handed lacks the keys the thread-local include set adds to the call's (the "
                                      "mode's Python key).\nLook again at lesson 00, section 2 (thread-local state), "
                                      f"and {_PASSING_ON}")
+            if any(conjugate_bit):
+                return Result(False, f"on {what}, scale2's {key} kernel received x with its conjugate bit set: the call "
+                                     "below autograd skipped the Conjugate key, which the call's keyset holds (its "
+                                     "fallback makes the conjugate real before a kernel that reads memory does). The "
+                                     f"keyset handed on must be this call's own.\nLook again at {_PASSING_ON}")
             if out.device.type == "meta":
                 continue
             dense = out.detach().unbind()[0] if out.is_nested else out.detach().to_dense()
-            if not torch.equal(dense, values * 2):
+            if not torch.equal(dense, 2 * x.detach().resolve_conj() if x.is_complex() else values * 2):
                 return Result(False, f"on {what}: scale2(x) gave {dense.tolist()}")
             if x.requires_grad and out.grad_fn is None:
                 return Result(False, f"on {what}: the output has no grad_fn: nothing was recorded")
@@ -1200,8 +1211,17 @@ def redispatch(path: Path) -> Result:
                 (grad,) = torch.autograd.grad(out.to_dense().sum(), x)
                 if not torch.equal(grad.to_dense(), torch.full((3,), 2.0)):
                     return Result(False, f"on {what}: gradient {grad.to_dense().tolist()}, should be [2, 2, 2]")
+        # A call no kernel below autograd takes (none for sparse CSR tensors): it raises inside forward, and must
+        # leave the thread's dispatch state as it found it all the same.
+        try:
+            op(torch.ones(2, 2).to_sparse_csr())
+        except _StateLeft as left:
+            return Result(False, f"on a sparse CSR tensor, which no kernel of scale2's takes (the call raises): {left}")
+        except (RuntimeError, NotImplementedError):
+            pass
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
-                            "mode's key kept, with a gradient")
+                            "mode's key and a complex conjugate's kept, with a gradient; the thread's state as it was, "
+                            "after a refused call too")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1196,10 +1196,10 @@ def redispatch(path: Path) -> Result:
                                      "mode's Python key).\nLook again at lesson 00, section 2 (thread-local state), "
                                      f"and {_PASSING_ON}")
             if any(conjugate_bit):
-                return Result(False, f"on {what}, scale2's {key} kernel received x with its conjugate bit set: the call "
-                                     "below autograd skipped the Conjugate key, which the call's keyset holds (its "
-                                     "fallback makes the conjugate real before a kernel that reads memory does). The "
-                                     f"keyset handed on must be this call's own.\nLook again at {_PASSING_ON}")
+                return Result(False, f"on {what}, scale2's {key} kernel received x with its conjugate bit set: the "
+                                     "call below autograd skipped the Conjugate key, which the call's keyset holds "
+                                     "(its fallback makes the conjugate real before a kernel that reads memory does). "
+                                     f"The keyset handed on must be this call's own.\nLook again at {_PASSING_ON}")
             if out.device.type == "meta":
                 continue
             dense = out.detach().unbind()[0] if out.is_nested else out.detach().to_dense()
@@ -1379,11 +1379,12 @@ def _sum_squares_dtypes(dtypes: list[torch.dtype], count: int) -> str:
     return named + (f" and scale in {_dtype_names(dtypes[count:])}" if dtypes[count:] else "")
 
 
-def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype):
-    """sum_squares on inputs of those dtypes: why not, when the layers below autocast did not receive them all in
-    `want`, once, or the result is wrong; else a function that says why not, when the gradients are wrong (None when
-    they are right), to be called after the region (lesson 05, section 6: backward outside it)."""
-    xs, scale = _sum_squares_inputs(dtypes, scale_dtype)
+def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, inputs=None):
+    """sum_squares on inputs of those dtypes (new ones, or `inputs`: (xs, scale)): why not, when the layers below
+    autocast did not receive them all in `want`, once, or the result is wrong; else a function that says why not, when
+    the gradients are wrong (None when they are right), to be called after the region (lesson 05, section 6: backward
+    outside it)."""
+    xs, scale = inputs or _sum_squares_inputs(dtypes, scale_dtype)
     inputs = dtypes + ([scale_dtype] if scale is not None else [])
     given = _sum_squares_dtypes(inputs, len(xs))
     with _recording_mode() as below:
@@ -1475,9 +1476,25 @@ def autocast_guard(path: Path) -> Result:
     if isinstance(checks_of_gradients[-1], str):
         return Result(False, checks_of_gradients[-1])
     problem = next(filter(None, (gradients() for gradients in checks_of_gradients)), None)
+    if problem:
+        return Result(False, problem)
+    # A second region on the same tensors, their values changed in between, as a training step changes its weights
+    # between two steps' regions: a cast kept from the first region would be stale. (No backward: the change in place
+    # would refuse it.)
+    inputs = _sum_squares_inputs([_BF16, _F16], None)
+    for where in ("a first region, xs in bfloat16 and float16",
+                  "a second region, the same xs, their values doubled in place between the two regions"):
+        with torch.autocast("cpu"):
+            if isinstance(problem := _sum_squares_call(op, where, [_BF16, _F16], None, _F32, inputs), str):
+                return Result(False, problem)
+        with torch.no_grad():
+            for x in inputs[0]:
+                x.mul_(2)
+    problem = None
     return Result(False, problem) if problem else Result(True, (
-        "float32 below autocast for every eligible input, xs and scale, twice in one region; float64 as it was; "
-        "bfloat16 after the region; with gradients, and the thread's dispatch state as it was"))
+        "float32 below autocast for every eligible input, xs and scale, twice in one region and again in a second "
+        "one; float64 as it was; bfloat16 after the region; with gradients, and the thread's dispatch state as it "
+        "was"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1297,16 +1297,46 @@ def register_autocast(path: Path) -> Result:
                 return f"{what} returned {dtype}, but not the product of the inputs cast to {dtype}{stale}"
             return None
 
-        # Six calls in one region, the first as the task's model makes it; one after the region; then one in a second
-        # region, after a write into a float32 weight the first region cast.
+        def refused(where: str) -> str | None:
+            """A call mm2's CPU kernel refuses: its error passes through the reader's kernel, which must leave the
+            thread's state as it found it."""
+            try:
+                op(torch.randn(2, 3), torch.randn(4, 5))
+            except _StateLeft as left:
+                return (f"{where}, a call mm2's CPU kernel refuses (shapes [2, 3] and [4, 5]), its error raised "
+                        f"through your kernel: what is set by hand and unset by hand stays set when an error skips the "
+                        f"line that unsets it. {left}")
+            except RuntimeError:
+                pass
+            return None
+
+        def gradient(a, b, out) -> str | None:  # after the region (lesson 05, section 6: backward outside it)
+            if out.grad_fn is not None:
+                out.float().sum().backward()
+            if a.grad is None or b.grad is None:
+                return ("inside autocast, mm2 on inputs that require grad: no gradient reached an input: the tensors "
+                        "your kernel handed on were cut off the inputs' graph (lesson 05, section 2: what "
+                        "an Autocast kernel hands on; section 6: gradients under autocast)")
+            right = torch.ones(2, 4) @ b.detach().to(torch.bfloat16).float().t()
+            if not torch.allclose(a.grad.float(), right, rtol=2e-2, atol=1e-2):
+                return f"inside autocast, mm2 on inputs that require grad: the gradient of a is {a.grad.tolist()}"
+            return None
+
+        # Seven calls in one region, the first as the task's model makes it, and one its kernel refuses; one after the
+        # region; then one in a second region, after a write into a float32 weight the first region cast.
         weight32 = weight.float()
+        with_grad = activation.clone().requires_grad_(), weight32.clone().requires_grad_()
         with torch.autocast("cpu"):
             problem = (call("inside autocast", activation, weight, torch.bfloat16)
                        or call("inside autocast", weight.t(), activation.t(), torch.bfloat16)
                        or call("inside autocast, a third call", activation, weight32, torch.bfloat16)
                        or call("inside autocast", activation, weight.to(torch.float16), torch.bfloat16)
+                       or call("inside autocast", activation.half(), weight.half(), torch.bfloat16)
                        or call("inside autocast", activation.double(), weight.double(), torch.float64)
-                       or call("inside autocast", activation.long(), weight.long(), torch.int64))
+                       or call("inside autocast", activation.long(), weight.long(), torch.int64)
+                       or refused("inside autocast"))
+            with_grad_out = None if problem else op(*with_grad)
+        problem = problem or gradient(*with_grad, with_grad_out)
         problem = problem or call("after the autocast region", activation, weight32, torch.float32)
         if not problem:
             weight32.mul_(10)
@@ -1321,9 +1351,10 @@ def register_autocast(path: Path) -> Result:
                                  "not in `lib`. Registered without lib=, it stays for the life of the process, and "
                                  "nothing can remove it; in a Library of your own, it stays as long as that object, "
                                  "out of the caller's reach (lesson 05, section 7)")
-        return Result(True, "inside autocast mm2 ran in bfloat16 on float32, float16 and bfloat16 inputs, as it was on "
-                            "float64 and integer ones, in float32 after the region, and on a weight's new values in a "
-                            "second region; the registration lives in your Library")
+        return Result(True, "inside autocast mm2 ran in bfloat16 on float32, float16 and bfloat16 inputs, with "
+                            "gradients, as it was on float64 and integer ones, in float32 after the region, and on a "
+                            "weight's new values in a second region; a refused call left the thread's state as it was; "
+                            "the registration lives in your Library")
 
 
 def _autocast_guard_crash(path: Path) -> str:

@@ -1598,7 +1598,10 @@ def fake_kernel(path: Path) -> Result:
              pair(torch.arange(6, dtype=torch.int32), torch.randn(6)),
              pair(torch.randn(2, 3, 4, 5, 6).to(memory_format=torch.channels_last_3d)),
              pair(torch.randn(3, 4, dtype=torch.float16), torch.randn(3, 4)),
-             pair(torch.arange(6), torch.arange(6, dtype=torch.int32)), pair(torch.tensor(1.5))]
+             pair(torch.arange(6), torch.arange(6, dtype=torch.int32)), pair(torch.tensor(1.5)),
+             # Of the same size, neither wider: float16 and bfloat16 promote to float32, uint8 and int8 to int16.
+             pair(torch.randn(3, 4, dtype=torch.float16), torch.randn(3, 4, dtype=torch.bfloat16)),
+             pair(torch.arange(6, dtype=torch.uint8), torch.arange(6, dtype=torch.int8))]
     with operator("stack2(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.stack([a, b])) as library:
         torch.library.register_fake("exercise::stack2", load_python(path).fake, lib=library)
         op = torch.ops.exercise.stack2.default

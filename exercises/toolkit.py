@@ -1,6 +1,6 @@
-"""What the checks (exercises/checks.py) are made of: a Result, the registry of exercises, and small tools for checking a
-reader's file. Every check runs in a process of its own (exercises/runner.py), so nothing here needs to undo what a
-reader's code registered."""
+"""What the checks (exercises/checks.py) are made of: a Result, the registry of exercises, and small tools for
+checking a reader's file. Every check runs in a process of its own (exercises/runner.py), so nothing here needs to
+undo what a reader's code registered."""
 
 from __future__ import annotations
 

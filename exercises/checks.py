@@ -1113,7 +1113,7 @@ def redispatch(path: Path) -> Result:
     def kernel(key: str):  # the kernels below autograd, each recording that it ran
         def run(x):
             ran.append(key)
-            conjugate_bit.append(x.is_conj())  # a kernel that reads memory needs the Conjugate key's fallback first
+            conjugate_bit.append(x.is_conj() or x.is_neg())  # a kernel that reads memory needs their fallbacks first
             return torch.empty_like(x) if key == "Meta" else x * 2
         return run
 
@@ -1144,7 +1144,9 @@ def redispatch(path: Path) -> Result:
         complex_values = torch.tensor([1 + 2j, -3j, 0.5])
         cases += [("a complex CPU tensor", complex_values.clone, nullcontext, "CPU"),
                   ("a conjugated complex CPU tensor (lazily: it carries the Conjugate key)",
-                   lambda: complex_values.clone().conj(), nullcontext, "CPU")]
+                   lambda: complex_values.clone().conj(), nullcontext, "CPU"),
+                  ("the imaginary part of a conjugate, a float32 view that carries the Negative key",
+                   lambda: (values * 1j).conj().imag, nullcontext, "CPU")]
         for what, make, context, key in cases:
             x = make()
             ran.clear()
@@ -1196,19 +1198,27 @@ def redispatch(path: Path) -> Result:
                                      "mode's Python key).\nLook again at lesson 00, section 2 (thread-local state), "
                                      f"and {_PASSING_ON}")
             if any(conjugate_bit):
-                return Result(False, f"on {what}, scale2's {key} kernel received x with its conjugate bit set: the "
-                                     "call below autograd skipped the Conjugate key, which the call's keyset holds "
-                                     "(its fallback makes the conjugate real before a kernel that reads memory does). "
-                                     f"The keyset handed on must be this call's own.\nLook again at {_PASSING_ON}")
+                bit, key_skipped = ("conjugate", "Conjugate") if x.is_conj() else ("negative", "Negative")
+                return Result(False, f"on {what}, scale2's {key} kernel received x with its {bit} bit set: the "
+                                     f"call below autograd skipped the {key_skipped} key, which the call's keyset "
+                                     "holds (its fallback makes the view real before a kernel that reads memory "
+                                     f"does). The keyset handed on must be this call's own.\nLook again at "
+                                     f"{_PASSING_ON}")
             if out.device.type == "meta":
                 continue
             dense = out.detach().unbind()[0] if out.is_nested else out.detach().to_dense()
-            if not torch.equal(dense, 2 * x.detach().resolve_conj() if x.is_complex() else values * 2):
+            viewed = x.is_complex() or x.is_neg()  # conjugate and negative views: 2x as it reads, resolved
+            if not torch.equal(dense, 2 * x.detach().resolve_conj().resolve_neg() if viewed else values * 2):
                 return Result(False, f"on {what}: scale2(x) gave {dense.tolist()}")
             if x.requires_grad and out.grad_fn is None:
                 return Result(False, f"on {what}: the output has no grad_fn: nothing was recorded")
             if x.requires_grad:
-                (grad,) = torch.autograd.grad(out.to_dense().sum(), x)
+                try:
+                    (grad,) = torch.autograd.grad(out.to_dense().sum(), x)
+                except RuntimeError as error:
+                    return Result(False, f"on {what}: backward from the output to x failed: "
+                                         f"{str(error).splitlines()[0][:160]}. The output must be linked to x by "
+                                         f"autograd (lesson 04, section 1).\nLook again at {_PASSING_ON}")
                 if not torch.equal(grad.to_dense(), torch.full((3,), 2.0)):
                     return Result(False, f"on {what}: gradient {grad.to_dense().tolist()}, should be [2, 2, 2]")
         # A call no kernel below autograd takes (none for sparse CSR tensors): it raises inside forward, and must
@@ -1220,8 +1230,8 @@ def redispatch(path: Path) -> Result:
         except (RuntimeError, NotImplementedError):
             pass
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
-                            "mode's key and a complex conjugate's kept, with a gradient; the thread's state as it was, "
-                            "after a refused call too")
+                            "mode's key and those of conjugate and negative views kept, with a gradient; the thread's "
+                            "state as it was, after a refused call too")
 
 
 # ---------------------------------------------------------------------------------------------

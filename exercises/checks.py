@@ -155,13 +155,21 @@ def walk(path: Path) -> Result:
         return result if result.passed else Result(False, f"{what}: {result.diagnosis}")
 
     x = torch.randn(3, requires_grad=True)
-    # An operator that is not aten's, with a math kernel registered from Python: its kind, not its file, says so.
-    with operator("twice(Tensor x) -> Tensor", lambda t: t * 2, "CompositeImplicitAutograd"):
-        cases = [*_walk_cases(), ("exercise::twice(x), a composite registered from Python",
-                                  torch.ops.exercise.twice.default, (x,), nullcontext, _MATH_KERNEL)]
-        for case in cases:
-            if not (result := walked(*case)).passed:
-                return result
+    # An operator that is not aten's, with a math kernel registered from Python, in a file whose name says
+    # "fallthrough": a row's kind, not the file it names, says what an entry is.
+    registered = {"torch": torch}
+    exec(compile('library = torch.library.Library("exercise", "FRAGMENT")\n'
+                 'library.define("twice(Tensor x) -> Tensor")\n'
+                 'library.impl("twice", lambda t: t * 2, "CompositeImplicitAutograd")\n',
+                 "my_fallthrough_helpers.py", "exec"), registered)
+    cases = [*_walk_cases(), ("exercise::twice(x), a composite registered from Python (my_fallthrough_helpers.py)",
+                              torch.ops.exercise.twice.default, (x,), nullcontext, _MATH_KERNEL),
+             ("aten::add.Tensor(sparse meta, dense meta)", torch.ops.aten.add.Tensor,
+              (torch.ones(3).to_sparse().to("meta"), torch.ones(3, device="meta")), nullcontext, _NO_ENTRY)]
+    for case in cases:
+        if not (result := walked(*case)).passed:
+            return result
+    registered["library"]._destroy()
     # Here and now: the same call, before and after a registration changes its operator's table.
     changed = ("lesson 00, section 3: the dispatch table is read at each call, and a registration changes it (a "
                "fallthrough at AutogradCPU, here).")
@@ -388,7 +396,8 @@ def composite_key(path: Path) -> Result:
         # Inputs far below 0 too, where log(1 + exp(2x)) loses every digit log1p keeps (float32 at -9, float64 at -20).
         for what, x, context in [("float32 CPU tensors", torch.tensor([-9.0, -5.0, -0.5, 0.0, 0.5, 3.0]), nullcontext),
                                  ("float64 CPU tensors",
-                                  torch.tensor([-20.0, -9.0, -1.0, 0.0, 1.0, 3.0], dtype=torch.float64), nullcontext),
+                                  torch.tensor([-20.0, -9.0, -1.0, 0.0, 1.0, 3.0, 12.0], dtype=torch.float64),
+                                  nullcontext),
                                  ("a transposed CPU tensor", torch.randn(3, 2).t(), nullcontext),
                                  ("an empty CPU tensor", torch.randn(0, 2), nullcontext),
                                  ("meta tensors (what torch.compile and torch.export trace with)",
@@ -948,6 +957,7 @@ _CUBE_SAMPLES = [
     ("float32, the ends of its range", [1e-15, -1e13, 3.0], [1.0, 2.0, 1.0], torch.float32),
     ("float32, a gradient past its range (inf), and a NaN from above", [2e19, 1.0, 3.0], [1.0, float("nan"), -1.0],
      torch.float32),
+    ("float64, a NaN from above at 0", [0.0, 2.0], [float("nan"), 1.0], torch.float64),
 ]
 _CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5}  # each dtype's own precision, with room for rounding order
 _CUBE_DIFFERENTIABLE = "lesson 04, section 1: a backward that calls operators through the dispatcher"
@@ -1762,8 +1772,17 @@ def vmap_rule(path: Path) -> Result:
                 return Result(False, f"right result, but the kernel ran {len(calls)} times for a batch of "
                                      f"{expected.shape[0]}, {case}: a rule should call it once for the whole batch "
                                      "(lesson 06, section 6)")
+        # The same unbatched y twice, written into in between: whatever a rule keeps of an input must not outlive it.
+        xs, y = torch.randn(4, 5, 6), torch.randn(5, 6)
+        batched = torch.vmap(torch.ops.exercise.rowdot, in_dims=(0, None))
+        batched(xs, y)
+        y.mul_(2)
+        if not torch.allclose(out := batched(xs, y), expected := (xs * y).sum(2), rtol=1e-5, atol=1e-5):
+            return Result(False, "with x batched in dimension 0 and y with no batch, called a second time after a "
+                                 f"write into y (y.mul_(2)): wrong result, off by up to "
+                                 f"{(out - expected).abs().max():.3g}: the rule used y as it was before the write")
         return Result(True, "one call, whichever inputs are batched and wherever their batch is, for empty batches, "
-                            "float64 and int64 too")
+                            "float64 and int64 too, and on an input's new values")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2130,6 +2149,9 @@ def _stable_add_refused() -> list[tuple]:
         ("`self` of shape [3, 4] and `other` of shape [4] (which would broadcast)", torch.ones(3, 4), torch.ones(4)),
         ("`self` of shape [3, 4] and `other` of shape [3, 4, 5]", torch.ones(3, 4), torch.ones(3, 4, 5)),
         ("`self` of shape [3, 4, 5] and `other` of shape [3, 4]", torch.ones(3, 4, 5), torch.ones(3, 4)),
+        ("`self` of shape [4, 3] and `other` of shape [4, 1] (which would broadcast)", torch.ones(4, 3),
+         torch.ones(4, 1)),
+        ("`self` of shape [3, 4] and `other` of shape [3, 5]", torch.ones(3, 4), torch.ones(3, 5)),
         ("two int16 tensors", torch.ones(3, 4, dtype=torch.int16), torch.ones(3, 4, dtype=torch.int16)),
         ("two bool tensors", torch.ones(3, 4, dtype=torch.bool), torch.ones(3, 4, dtype=torch.bool)),
         ("two complex64 tensors", torch.ones(3, 4, dtype=torch.complex64), torch.ones(3, 4, dtype=torch.complex64)),
@@ -2213,6 +2235,12 @@ def stable_autograd(path: Path) -> Result:
             what = (f"the gradient of `{differentiable[int(which[1])]}` that your backward gives differs from the "
                     "numerical one" if which else str(error).splitlines()[0][:200])
             return Result(False, f"gradcheck failed for {case}: {what}" + hint)
+    a, b = torch.randn(3, 4, dtype=torch.float64, requires_grad=True), torch.randn(3, 4, dtype=torch.float64,
+                                                                                 requires_grad=True)
+    if not torch.autograd.gradgradcheck(op, (a, b), raise_exception=False):
+        return Result(False, "gradgradcheck failed for float64 inputs: with create_graph=True (double backward, a "
+                             "gradient penalty) the gradients your backward returns must themselves be differentiable "
+                             "(lesson 04, section 2)" + hint)
     # gradcheck's grad_outputs are ones and zeros, exact in every dtype: a random one tells a gradient computed in less
     # precision than the inputs have.
     a, b = (torch.randn(3, 4, dtype=torch.float64, requires_grad=True) for _ in range(2))

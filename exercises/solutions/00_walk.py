@@ -38,7 +38,7 @@ def kernels(op, *args) -> list[str]:
     while (key := keyset.highestPriorityTypeId()) != C.DispatchKey.Undefined:
         name = C._dispatch_key_name(key)
         row = next((line for line in table if line.startswith(f"{name}:")), "")
-        if row and "fallthrough" not in row:
+        if row and not row.split(": ", 1)[1].startswith("fallthrough"):  # its kind, not a file name that says so
             path.append(name)
             if is_backend(key):
                 break

@@ -9,9 +9,9 @@ it, from Python:
   kernel refuses (read its checks), so that torch.compile and torch.export refuse while tracing what eager refuses;
 - a backward (setup_context and backward, for torch.library.register_autograd).
 The check runs opcheck on every dtype the CPU kernel takes, with every combination of requires_grad, on contiguous,
-transposed, expanded and empty inputs; gradcheck, and a backward from a float64 grad_output of random values; the fake
-kernel on meta and on symbolic-size fake tensors; and calls the CPU kernel refuses (dtypes, shapes, layouts), on
-meta tensors and, for a sparse layout, on fake tensors.
+transposed, expanded and empty inputs; gradcheck, gradgradcheck, and a backward from a float64 grad_output of random
+values; the fake kernel on meta and on symbolic-size fake tensors; and calls the CPU kernel refuses (dtypes, shapes,
+layouts), on meta tensors and, for sparse layouts, on fake tensors.
 """
 
 import torch

@@ -2235,12 +2235,6 @@ def stable_autograd(path: Path) -> Result:
             what = (f"the gradient of `{differentiable[int(which[1])]}` that your backward gives differs from the "
                     "numerical one" if which else str(error).splitlines()[0][:200])
             return Result(False, f"gradcheck failed for {case}: {what}" + hint)
-    a, b = torch.randn(3, 4, dtype=torch.float64, requires_grad=True), torch.randn(3, 4, dtype=torch.float64,
-                                                                                 requires_grad=True)
-    if not torch.autograd.gradgradcheck(op, (a, b), raise_exception=False):
-        return Result(False, "gradgradcheck failed for float64 inputs: with create_graph=True (double backward, a "
-                             "gradient penalty) the gradients your backward returns must themselves be differentiable "
-                             "(lesson 04, section 2)" + hint)
     # gradcheck's grad_outputs are ones and zeros, exact in every dtype: a random one tells a gradient computed in less
     # precision than the inputs have.
     a, b = (torch.randn(3, 4, dtype=torch.float64, requires_grad=True) for _ in range(2))
@@ -2253,6 +2247,12 @@ def stable_autograd(path: Path) -> Result:
                                  f"of `{name}` is off by up to {error:.2g}, as if computed in a dtype of less "
                                  "precision than the inputs' (gradcheck's grad_outputs, ones and zeros, are exact in "
                                  "every dtype and cannot tell)" + hint)
+    a, b = torch.randn(3, 4, dtype=torch.float64, requires_grad=True), torch.randn(3, 4, dtype=torch.float64,
+                                                                                 requires_grad=True)
+    if not torch.autograd.gradgradcheck(op, (a, b), raise_exception=False):
+        return Result(False, "gradgradcheck failed for float64 inputs: with create_graph=True (double backward, a "
+                             "gradient penalty) the gradients your backward returns must themselves be differentiable "
+                             "(lesson 04, section 2)" + hint)
     for what, a, b, grads in _stable_add_opcheck_cases():
         a_, b_ = a.detach().requires_grad_(grads[0]), b.detach().requires_grad_(grads[1])  # fresh leaves, same strides
         with warnings.catch_warnings(record=True) as caught:

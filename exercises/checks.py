@@ -267,7 +267,10 @@ _CLAIMS = {torch.Tag.nondeterministic_seeded: "that it is random",
            torch.Tag.nondeterministic_bitwise: "that two calls on the same inputs may differ bit by bit",
            torch.Tag.dynamic_output_shape: "that its outputs' shapes depend on the input's values",
            torch.Tag.data_dependent_output: "that it returns a non-tensor value read from the input's data",
-           torch.Tag.pointwise: "that each output element is computed from the matching input elements alone"}
+           torch.Tag.pointwise: "that each output element is computed from the matching input elements alone",
+           torch.Tag.view_copy: "that it is the copying variant of a view operator, with new tensors for outputs",
+           torch.Tag.core: "that it belongs to aten's core operator set",
+           torch.Tag.generated: "that torchgen generated it from aten's own definitions"}
 ALIAS_OPS = {
     "diag_sum": _AliasTruth(
         lambda x: (x.diagonal(), x.diagonal().sum()), lambda x: (x.diagonal(), x.new_empty(())),
@@ -1133,7 +1136,13 @@ def redispatch(path: Path) -> Result:
         library.impl("scale2", kernel("NestedTensorCPU"), "NestedTensorCPU")
         library.impl("scale2", kernel("MkldnnCPU"), "MkldnnCPU")
         answer = load_python(path)
-        library.impl("scale2", answer.autograd_kernel, "Autograd", with_keyset=True)
+        autograd_runs = []
+
+        def autograd_kernel(keyset, x):  # the reader's, counted: once a call
+            autograd_runs.append(keyset)
+            return answer.autograd_kernel(keyset, x)
+
+        library.impl("scale2", autograd_kernel, "Autograd", with_keyset=True)
         op = _watching_dispatch_state(torch.ops.exercise.scale2.default)
         values = torch.tensor([1.0, -2.0, 3.0])
         # (what, the input, the context the call runs in, the kernel below autograd that must run)
@@ -1161,6 +1170,7 @@ def redispatch(path: Path) -> Result:
             x = make()
             ran.clear()
             conjugate_bit.clear()
+            autograd_runs.clear()
             try:
                 with context() as mode:
                     out = op(x)
@@ -1193,6 +1203,10 @@ def redispatch(path: Path) -> Result:
                 return Result(False, f"on {what}: {type(error).__name__}: {str(error).splitlines()[0][:200]}. The "
                                      f"call below autograd must keep the call's own backend.\nLook again at "
                                      f"{_PASSING_ON}")
+            if len(autograd_runs) > 1:
+                return Result(False, f"on {what} your Autograd kernel ran {len(autograd_runs)} times for one call: the "
+                                     "call in forward came back to it, with a keyset that still held an Autograd key "
+                                     f"or from the top of the keyset.\nLook again at {_PASSING_ON}")
             if not ran:
                 return Result(False, f"on {what} none of scale2's kernels below autograd ran: your forward computed "
                                      f"the result some other way than through the operator, where its {key} kernel "

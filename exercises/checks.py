@@ -1314,7 +1314,7 @@ def register_autocast(path: Path) -> Result:
             if not received:
                 return (f"{what}: mm2's CPU kernel did not run: your kernel computed the product some other way than "
                         "through the operator (lesson 05, section 2: what an Autocast kernel hands on)")
-            if out.dtype != dtype and dtype in (torch.float64, torch.int64):
+            if out.dtype != dtype and dtype in (torch.float64, torch.int64, torch.int32):
                 return (f"{what} returned {out.dtype}: autocast casts only eligible inputs, floating point and not "
                         "float64; the others run as they are (lesson 05, section 2: what cached_cast casts; section "
                         "7: register_autocast's casts)")
@@ -1368,6 +1368,7 @@ def register_autocast(path: Path) -> Result:
                        or call("inside autocast", activation.half(), weight.half(), torch.bfloat16)
                        or call("inside autocast", activation.double(), weight.double(), torch.float64)
                        or call("inside autocast", activation.long(), weight.long(), torch.int64)
+                       or call("inside autocast", activation.int(), weight.int(), torch.int32)
                        or refused("inside autocast"))
             with_grad_out = None if problem else op(*with_grad)
         problem = problem or gradient(*with_grad, with_grad_out)
@@ -1635,7 +1636,10 @@ def fake_kernel(path: Path) -> Result:
              pair(torch.arange(6), torch.arange(6, dtype=torch.int32)), pair(torch.tensor(1.5)),
              # Of the same size, neither wider: float16 and bfloat16 promote to float32, uint8 and int8 to int16.
              pair(torch.randn(3, 4, dtype=torch.float16), torch.randn(3, 4, dtype=torch.bfloat16)),
-             pair(torch.arange(6, dtype=torch.uint8), torch.arange(6, dtype=torch.int8))]
+             pair(torch.arange(6, dtype=torch.uint8), torch.arange(6, dtype=torch.int8)),
+             # Sliced channels_last tensors: not dense, yet their strides' order is channels_last's.
+             pair(channels_last[..., ::2], channels_last.clone()[..., ::2]),
+             pair(channels_last[:, :2], channels_last.clone()[:, :2])]
     with operator("stack2(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.stack([a, b])) as library:
         torch.library.register_fake("exercise::stack2", load_python(path).fake, lib=library)
         op = torch.ops.exercise.stack2.default

@@ -1538,6 +1538,13 @@ def autocast_guard(path: Path) -> Result:
                                  f"when an error skips the line that unsets it. {left}")
         except RuntimeError:
             pass
+        try:  # an empty xs, which the CPU kernel refuses too: an Autocast kernel still runs for it (scale's keys)
+            op([], torch.ones(4))
+        except _StateLeft as left:
+            return Result(False, f"inside autocast, a call with an empty xs and a scale, which the CPU kernel refuses: "
+                                 f"{left}")
+        except RuntimeError:
+            pass
     checks_of_gradients.append(_sum_squares_call(op, *_SUM_SQUARES_AFTER_REGION))
     if isinstance(checks_of_gradients[-1], str):
         return Result(False, checks_of_gradients[-1])
@@ -2071,12 +2078,16 @@ def load_before_aoti(path: Path) -> Result:
                 same = [isinstance(out, torch.Tensor) and out.shape == output.shape and torch.allclose(out, output,
                         atol=1e-6) for output in outputs]
                 print("CALLED", json.dumps({{"n": n, "same": same, "grad_mode": torch.is_grad_enabled()}}))
-            try:  # a batch of 1 row: below the smallest the package takes, which its input checks refuse
-                answer.run(model_pt2, torch.zeros(1, x.shape[1]))
-                refused = False
-            except Exception:  # noqa: BLE001 - the package's refusal, whatever its type
-                refused = True
-            print("ONE ROW", json.dumps({{"refused": refused, "grad_mode": torch.is_grad_enabled()}}))
+            for name, wrong in (("ONE ROW", torch.zeros(1, x.shape[1])), ("FLOAT64", x.double())):
+                try:  # 1 row, below the smallest batch the package takes; float64: these the input checks refuse
+                    answer.run(model_pt2, wrong)
+                    refused = False
+                except Exception:  # noqa: BLE001 - the package's refusal, whatever its type
+                    refused = True
+                print(name, json.dumps({{"refused": refused, "grad_mode": torch.is_grad_enabled()}}))
+            with torch.no_grad():  # a caller with grad mode off gets it back off
+                answer.run(model_pt2, x)
+                print("NO GRAD", json.dumps({{"grad_mode": torch.is_grad_enabled()}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -2102,7 +2113,8 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
-    one_row = [json.loads(line.removeprefix("ONE ROW ")) for line in lines if line.startswith("ONE ROW ")]
+    one_row, float64, no_grad = ([json.loads(line.removeprefix(f"{name} ")) for line in lines
+                                  if line.startswith(f"{name} ")] for name in ("ONE ROW", "FLOAT64", "NO GRAD"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -2122,6 +2134,14 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, "in the fresh Python, grad mode was off after run() raised (the package refused a batch "
                              "of 1 row), where it was on before: code that changes thread-local state must restore it "
                              "on every way out, an error's included (lesson 00, section 2).")
+    if not float64[0]["refused"]:
+        return Result(False, "in the fresh Python, run() on float64 rows, where the package was exported for float32, "
+                             "returned a result: the input checks that AOTI_RUNTIME_CHECK_INPUTS=1 turns on, which "
+                             f"refuse them, did not run on what the caller gave.{hint}.")
+    if no_grad[0]["grad_mode"]:
+        return Result(False, "in the fresh Python, run() called inside torch.no_grad() left grad mode on: code that "
+                             "changes thread-local state must restore what it found, not what it expects (lesson 00, "
+                             "section 2).")
     if from_build[0]:
         build_folder = paths.BUILD.resolve()
         shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]

@@ -2405,6 +2405,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             None, lambda to: (to(x), to(y), to(torch.empty(0, dtype=torch.int64)))),
         "an int16 self times a 0-dim CPU 2.5 into an int16 `out`": (None, lambda to: (
             to(torch.arange(6, dtype=torch.int16)), torch.tensor(2.5), to(torch.zeros(6, dtype=torch.int16)))),
+        "`out` that is `self` itself, which the product would have to grow (self [5], other [4, 5])": (
+            None, lambda to: ((same := to(row)), to(x), same)),
         "an int64 product into a bool `out`": (None, lambda to: (
             to(torch.arange(6)), to(torch.arange(6)), to(torch.zeros(6, dtype=torch.bool)))),
         "a float32 self times a complex64 other into a float32 `out`": (None, lambda to: (
@@ -2542,7 +2544,8 @@ def _mul_out_problems() -> list[str]:
             self, other, out = arguments
             problems.append(f"{case} was accepted: " + (
                 "mixed devices must be refused" if on_the_cpu else
-                f"out can't hold the {torch.result_type(self, other)} product, and aten's out= kernels refuse it"))
+                "aten's out= kernels will not resize an `out` that is also an input" if out is self or out is other
+                else f"out can't hold the {torch.result_type(self, other)} product, and aten's out= kernels refuse it"))
     if not problems:  # the whole way from Python: the autograd and ADInplaceOrView kernels above yours, then yours
         x, y = torch.randn(3, 4), torch.randn(3, 4)
         out = torch.empty(0).to(device.NAME)

@@ -6,7 +6,8 @@ Tensor(a!)`: the fallback serves it. Write one in Python: the check registers `m
 else checks, converts or resizes anything (section 7). As aten's out= kernels do, on the device it must:
 - write self * other into `out` itself (its own memory, whatever its strides) and return `out`; `self` and `other`
   broadcast, and `out` may be `self` or `other` itself; an `out` of another shape (an empty one, one with as many
-  elements, or a larger one the product could be broadcast into) is resized to the product's shape;
+  elements, or a larger one the product could be broadcast into) is resized to the product's shape, unless it is
+  `self` or `other` itself, which aten refuses to resize;
 - compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a
   RuntimeError, a product that `out`'s dtype cannot hold (a float product into an integer `out`);
 - accept a 0-dim CPU tensor as `self` or `other` (a scalar), and refuse any other CPU tensor, `out` included, with a
@@ -30,6 +31,9 @@ def mul_out(self, other, *, out):
         raise RuntimeError(f"mul.out: the product's type {computed_in} can't be cast to `out`'s {out.dtype}")
     # Our mul kernel, in the promoted dtype, into a new tensor: out may be self or other, read here before written.
     product = self * other
+    if out.shape != product.shape and (out is self or out is other):  # aten will not grow an input under its reader
+        raise RuntimeError(f"mul.out: `out` is an input, of shape {list(out.shape)}, and the product's is "
+                           f"{list(product.shape)}")
     if out.shape != product.shape:
         out.resize_(product.shape)  # our resize_ kernel: out's own storage, grown
     out.copy_(product)  # our _copy_from: into out's memory, by its strides, converted to its dtype

@@ -1498,7 +1498,13 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
                 f"right {_values(expected)} in {_dtype_names([want])}")
 
     def gradients() -> str | None:
-        out.float().sum().backward()
+        try:
+            out.float().sum().backward()
+        except RuntimeError as error:
+            first = str(error).splitlines()[0].split(". ")[0][:200]
+            return (f"{where}: backward through sum_squares failed after the region: {first}.\nAutograd saw the call "
+                    "your kernel made below autocast: every argument as the caller gave it, an absent scale absent "
+                    "(std::nullopt), a present one present (lesson 05, sections 2 and 6).")
         factor = torch.ones(out.shape, dtype=_F64) if scale is None else scale.detach().double()
         rights = [(f"xs[{i}]", x, 2 * x.detach().double() * factor) for i, x in enumerate(xs)]
         if scale is not None:
@@ -1913,17 +1919,19 @@ def records_graph(path: Path) -> Result:
 class FakeTimer:
     """07.layer_cost's measurements, made up and repeatable: a call of the operator with the layer costs `cost` µs
     more than without, plus noise of `noise` µs (a standard deviation), drawn from `seed`. A drifting machine slows
-    every call down as it runs; spikes hit one call in 16. `calls` holds (with the layer?, the time returned)."""
+    every call down as it runs; spikes hit one call in 16; a coarse timer counts whole steps of `step` µs (a power of
+    two: its multiples, and their differences, are exact). `calls` holds (with the layer?, the time returned)."""
 
-    def __init__(self, cost: float, drift: float = 0.0, spikes: bool = False, noise: float = 0.03, seed: int = 7):
-        self.cost, self.drift, self.spikes, self.noise, self.calls = cost, drift, spikes, noise, []
+    def __init__(self, cost: float, drift: float = 0.0, spikes: bool = False, noise: float = 0.03, seed: int = 7,
+                 step: float = 0.0):
+        self.cost, self.drift, self.spikes, self.noise, self.step, self.calls = cost, drift, spikes, noise, step, []
         self.random = random.Random(seed)
 
     def _time(self, layer: bool) -> float:
         n = len(self.calls)
         spike = 40.0 if self.spikes and n % 16 == 3 else 0.0
-        self.calls.append((layer, 2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike
-                           + (self.cost if layer else 0.0)))
+        time = 2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike + (self.cost if layer else 0.0)
+        self.calls.append((layer, round(time / self.step) * self.step if self.step else time))
         return self.calls[-1][1]
 
     def with_layer(self) -> float:
@@ -1991,6 +1999,8 @@ def layer_cost(path: Path) -> Result:
             ("a layer of 0.02 µs on a quiet machine (noise of 0.002 µs)", FakeTimer(0.02, noise=0.002), 0.02, 15),
             ("no layer at all: the same call twice", FakeTimer(0.0), None, 15),
             ("no layer at all, on a noisy machine (noise of 0.3 µs)", FakeTimer(0.0, noise=0.3, seed=6), None, 15),
+            ("no layer at all, timed in whole steps of 0.125 µs (most differences exactly 0)",
+             FakeTimer(0.0, step=0.125), None, 15),
             ("a layer of 0.40 µs on a steady machine, over 16 rounds", FakeTimer(0.4, seed=8), 0.4, 16)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
         made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}
@@ -2030,7 +2040,7 @@ def layer_cost(path: Path) -> Result:
         return Result(False, "\n".join(problems) + "\nLook again at lesson 07, section 2: how a cost is measured, and "
                                                    "when it is called one.")
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
-                        "rounds, and silent on noise")
+                        "rounds, and silent on noise, a coarse timer's included")
 
 
 # ---------------------------------------------------------------------------------------------

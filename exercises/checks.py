@@ -73,6 +73,8 @@ def _is_runtime_key(name: str) -> bool:
 _NO_ENTRY = ("lesson 00, sections 4 and 5: what the dispatcher does at a key of the keyset with no entry in the "
              "table.")
 _MATH_KERNEL = "lesson 00, section 4 (the path of a call): what the walk does at a math kernel."
+_BACKEND_SELECT = ("lesson 00, section 2: what BackendSelect does for a call with no tensor argument, and which keyset "
+                   "its kernel hands the call on with.")
 
 
 def _walk_cases():
@@ -126,6 +128,13 @@ def _walk_cases():
          "fallthrough entry, whatever registered it."),
         ("aten::add_.Tensor(y, y), an in-place operator", torch.ops.aten.add_.Tensor, (y, y), nullcontext, table),
         ("aten::t(a), a view operator", torch.ops.aten.t.default, (a,), nullcontext, table),
+        ("aten::add.Tensor on conjugated complex tensors", torch.ops.aten.add.Tensor, (conjugated, conjugated),
+         nullcontext, "lesson 00, section 1 (a conjugated tensor's keys) and 'Underneath trace.call': what the walk "
+         "does at a kernel that is not a backend's, whoever registered it."),
+        ("aten::empty.memory_format([2]), a factory function: no tensor argument", torch.ops.aten.empty.memory_format,
+         ([2],), nullcontext, _BACKEND_SELECT),
+        ("aten::ones([2, 3]) inside torch.inference_mode()", torch.ops.aten.ones.default, ([2, 3],),
+         torch.inference_mode, _BACKEND_SELECT),
     ]
 
 
@@ -181,7 +190,19 @@ def walk(path: Path) -> Result:
         if not (result := walked("exercise::shifted(x), called again after a fallthrough was registered at AutogradCPU",
                                  op, (x,), where_to_look=changed)).passed:
             return result
-    return Result(True, f"all {len(cases) + 2} calls walked as the dispatcher walks them, one of them again after a "
+    # aten's tables change too: a library may register at any of aten's operators.
+    sin = torch.ops.aten.sin.default
+    if not (result := walked("aten::sin(x)", sin, (x,), where_to_look=changed)).passed:
+        return result
+    aten = torch.library.Library("aten", "IMPL")
+    aten.impl("sin", torch.library.fallthrough_kernel, "AutogradCPU")
+    try:
+        if not (result := walked("aten::sin(x), called again after a library registered a fallthrough at its "
+                                 "AutogradCPU", sin, (x,), where_to_look=changed)).passed:
+            return result
+    finally:
+        aten._destroy()
+    return Result(True, f"all {len(cases) + 4} calls walked as the dispatcher walks them, two of them again after a "
                         "registration")
 
 
@@ -380,6 +401,24 @@ def _softplus2_error(error: Exception, key: str) -> str:
     return f"{type(error).__name__}: {str(error).split('. ')[0][:200]}."
 
 
+def _softplus2_on_fake_tensors(op) -> list[str]:
+    """softplus2 on fake tensors, as torch.compile and torch.export trace it: a CPU device, a shape and a dtype, and no
+    values to read."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    x = mode.from_tensor(torch.tensor([-1.0, 0.5, 3.0]))
+    try:
+        with mode:
+            op(x)
+    except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything; that is the diagnosis
+        return [f"fake tensors (what torch.compile and torch.export trace with: a device, a shape and a dtype, no "
+                f"values), on the CPU device: {type(error).__name__}: {str(error).strip().splitlines()[0][:200]}. "
+                "A kernel that branches on its input's values cannot be traced; torch operations on the whole tensor "
+                "can"]
+    return []
+
+
 @exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
     import contextlib
@@ -397,9 +436,12 @@ def composite_key(path: Path) -> Result:
         op = torch.ops.exercise.softplus2.default
         problems = []
         # Inputs far below 0 too, where log(1 + exp(2x)) loses every digit log1p keeps (float32 at -9, float64 at -20).
-        for what, x, context in [("float32 CPU tensors", torch.tensor([-9.0, -5.0, -0.5, 0.0, 0.5, 3.0]), nullcontext),
+        # And far above it, where a clamp against overflow changes the value (log1p(exp(2x)) itself holds up to 44 in
+        # float32, 354 in float64).
+        for what, x, context in [("float32 CPU tensors",
+                                  torch.tensor([-9.0, -5.0, -0.5, 0.0, 0.5, 3.0, 42.0]), nullcontext),
                                  ("float64 CPU tensors",
-                                  torch.tensor([-20.0, -9.0, -1.0, 0.0, 1.0, 3.0, 12.0], dtype=torch.float64),
+                                  torch.tensor([-20.0, -9.0, -1.0, 0.0, 1.0, 3.0, 12.0, 100.0], dtype=torch.float64),
                                   nullcontext),
                                  ("a transposed CPU tensor", torch.randn(3, 2).t(), nullcontext),
                                  ("an empty CPU tensor", torch.randn(0, 2), nullcontext),
@@ -407,6 +449,7 @@ def composite_key(path: Path) -> Result:
                                   torch.empty(3, device="meta"), nullcontext),
                                  ("inside torch.inference_mode()", torch.randn(3), torch.inference_mode)]:
             given = x.clone()
+            default_dtype = torch.get_default_dtype()
             try:
                 with context():
                     grad_mode = torch.is_grad_enabled()
@@ -415,6 +458,11 @@ def composite_key(path: Path) -> Result:
             except (NotImplementedError, RuntimeError) as error:
                 problems.append(f"{what}: {_softplus2_error(error, answer.KEY)}")
                 continue
+            if torch.get_default_dtype() != default_dtype:
+                problems.append(f"{what}: the call changed torch's default dtype from {default_dtype} to "
+                                f"{torch.get_default_dtype()}, for every later torch.randn, torch.tensor and new "
+                                "module of the process: a kernel changes nothing but its output")
+                torch.set_default_dtype(default_dtype)
             expected = (torch.log1p(torch.exp(2 * x.double())) / 2).to(x.dtype)
             precision = torch.finfo(x.dtype).eps * 16  # a few roundings in the input's own dtype, relative: 0 < values
             if (out.dtype, out.shape, out.device) != (x.dtype, x.shape, x.device):
@@ -435,6 +483,7 @@ def composite_key(path: Path) -> Result:
             if grad_mode_changed:
                 problems.append(f"{what}: grad mode changed in the call; a kernel must leave the caller's thread-local "
                                 "state as it found it (lesson 00, section 2)")
+        problems += _softplus2_on_fake_tensors(op)
         # Whether autograd saw the operations inside the kernel, read from the dispatch table, not from the fallback's
         # warning: the reader's code could turn the warning off (_set_autograd_fallback_mode, a warnings filter).
         x = torch.tensor([-1.0, 0.0, -0.0, 0.5, 2.0], requires_grad=True)  # 0: where abs and clamp have a kink
@@ -623,6 +672,30 @@ def _redispatch_refused(error: BaseException) -> str | None:
             "all.\nLook again at lesson 03, section 3: which keyset a kernel hands on.")
 
 
+def _thread_state() -> dict:
+    """What a call on this thread depends on beyond its arguments: grad and inference mode, the include and exclude
+    sets."""
+    return {"grad mode": torch.is_grad_enabled(), "inference mode": torch.is_inference_mode_enabled(),
+            "the thread-local include set": torch._C._dispatch_tls_local_include_set(),
+            "the thread-local exclude set": torch._C._dispatch_tls_local_exclude_set()}
+
+
+def _thread_state_changes(before: dict) -> str:
+    """'' where the thread's state is as `before` (_thread_state()), else what changed, in words."""
+    changes = []
+    for what, (old, new) in zip(before, zip(before.values(), _thread_state().values())):
+        if old == new:
+            continue
+        if isinstance(old, bool):
+            changes.append(f"{what} was {'on' if old else 'off'}, and is {'on' if new else 'off'}")
+        else:
+            gained = [key for key in _keys_in(new) if key not in _keys_in(old)]
+            lost = [key for key in _keys_in(old) if key not in _keys_in(new)]
+            changes.append(f"{what} " + " and ".join(f"{verb} {', '.join(keys)}" for verb, keys in
+                                                     (("gained", gained), ("lost", lost)) if keys))
+    return "; ".join(changes)
+
+
 @exercise("03.fallthrough", "easy")
 def fallthrough(path: Path) -> Result:
     def count_odd(x):
@@ -634,7 +707,13 @@ def fallthrough(path: Path) -> Result:
         before, mode = trace.dispatch_table(op), torch._C._get_autograd_fallback_mode()
         library = torch.library.Library("exercise", "FRAGMENT")  # the reader's, apart from the definition's
         answer = load_python(path)  # kept: a Library the module holds lives as long as the module
+        thread = _thread_state()
         answer.register(library)
+        if changed := _thread_state_changes(thread):
+            return Result(False, f"register changed this thread's state: {changed}. That changes every later call on "
+                                 "the thread, of every operator, not count_odd's dispatch table alone (lesson 00, "
+                                 "section 2: thread-local state). The registration must change count_odd's dispatch "
+                                 "table only.")
         table = trace.dispatch_table(op)
         if torch._C._get_autograd_fallback_mode() != mode:
             return Result(False, f"register changed torch's autograd fallback mode from {mode!r} to "
@@ -788,14 +867,18 @@ def _inplace_other_autograd_keys(op, ran: list[str]) -> list[str]:
     return []
 
 
-def _inplace_calls(op, ran: list[str]) -> list[str]:
+def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
     """What exercise::add_ must do under autograd: [] when it does, else the problems. `ran` lists the check's kernels
-    below autograd as they run."""
+    below autograd as they run, `autograd_runs` the reader's Autograd kernel's."""
     problems = []
     x, other = torch.ones(3, requires_grad=True), torch.full((3,), 2.0, requires_grad=True)
     y = x.clone()
     ran.clear()
+    autograd_runs.clear()
     returned = op(y, other)
+    if len(autograd_runs) > 1:
+        return [f"your Autograd kernel ran {len(autograd_runs)} times for one call: the call in forward came back to "
+                f"it, through the top of the dispatcher or with a keyset that still held an Autograd key ({_BELOW})"]
     if returned is not y:
         problems.append("add_ returned a new tensor, not its first argument itself (the schema's (a!) on the return): "
                         "autograd hands back a new tensor for an input that forward returns, unless it was told that "
@@ -836,6 +919,8 @@ def _inplace_calls(op, ran: list[str]) -> list[str]:
     if not problems:
         problems += _inplace_other_autograd_keys(op, ran)
     if not problems:
+        problems += _inplace_after_a_refused_call(op)
+    if not problems:
         y = torch.ones(3, requires_grad=True).clone()
         with _recording_mode() as mode:
             returned = op(y, torch.full((3,), 2.0, requires_grad=True))
@@ -851,6 +936,26 @@ def _inplace_calls(op, ran: list[str]) -> list[str]:
         if not torch.autograd.gradcheck(lambda a, b: op(a.clone(), b), args, raise_exception=False):
             problems.append("gradcheck failed")
     return problems
+
+
+def _inplace_after_a_refused_call(op) -> list[str]:
+    """A call the CPU kernel refuses (shapes that do not broadcast into x), then one that must work as the first did:
+    what forward changed on its way down must be undone on the way out of an error too."""
+    try:
+        op(torch.ones(3, requires_grad=True).clone(), torch.ones(2, requires_grad=True))
+        return ["add_ of a tensor of 2 elements into one of 3 returned, where the CPU kernel refuses it"]
+    except RuntimeError:
+        pass
+    x, other = torch.ones(3, requires_grad=True), torch.full((3,), 2.0, requires_grad=True)
+    y = x.clone()
+    op(y, other)
+    (y * 5).sum().backward()
+    grads = [None if tensor.grad is None else tensor.grad.tolist() for tensor in (x, other)]
+    if grads != [[5.0] * 3] * 2:
+        return [f"after one call that the CPU kernel refused (shapes that do not broadcast), the next call's gradients "
+                f"were {grads[0]} for x and {grads[1]} for other, where the same call gave both [5, 5, 5] before: what "
+                "your forward changed on its way down (a flag, a guard) was not undone when the call below it raised"]
+    return []
 
 
 def _inplace_target_without_grad(op) -> list[str]:
@@ -915,10 +1020,16 @@ def inplace_autograd(path: Path) -> Result:
             library.impl("add_", backend_kernel(backend), backend)
         library.impl("add_", ad_inplace_or_view_kernel, "ADInplaceOrView", with_keyset=True)
         answer = load_python(path)
-        library.impl("add_", answer.autograd_kernel, "Autograd", with_keyset=True)
+        autograd_runs = []
+
+        def autograd_kernel(keyset, x, other):  # the reader's, counted
+            autograd_runs.append(keyset)
+            return answer.autograd_kernel(keyset, x, other)
+
+        library.impl("add_", autograd_kernel, "Autograd", with_keyset=True)
         op = _watching_dispatch_state(torch.ops.exercise.add_.default)
         try:
-            problems = _inplace_calls(op, ran)
+            problems = _inplace_calls(op, ran, autograd_runs)
             with torch.no_grad():
                 z = torch.zeros(3)
                 op(z, torch.ones(3))
@@ -1053,10 +1164,12 @@ def _cube_beyond_the_samples(cube) -> str | None:
         x.mul_(2)  # x changed in place after forward, before backward: torch's own operators then refuse backward
     try:
         (grad,) = torch.autograd.grad(out, x, torch.ones_like(out))
+        source = ("from a copy of x as forward saw it" if torch.allclose(grad, 3 * (x.detach() / 2) ** 2)
+                  else "from the new x" if torch.allclose(grad, 3 * x.detach() ** 2) else "")
         return (f"x changed in place after forward (x.mul_(2), under no_grad), then backward: yours gave "
-                f"{_values(grad)}, computed from the new x, with no error. Autograd refuses that for the tensors "
-                "handed to it for backward, by their version counters (lesson 03, section 3); your x was kept some "
-                "other way (lesson 04, section 1: what forward saves).")
+                f"{_values(grad)}{', computed ' + source if source else ''}, with no error. Autograd refuses that "
+                "for the tensors handed to it for backward, by their version counters (lesson 03, section 3); your x "
+                "was kept some other way (lesson 04, section 1: what forward saves).")
     except RuntimeError as error:
         if "modified by an inplace operation" not in str(error):
             raise
@@ -1319,12 +1432,17 @@ def register_autocast(path: Path) -> Result:
                 return (f"{what} returned {out.dtype}: autocast casts only eligible inputs, floating point and not "
                         "float64; the others run as they are (lesson 05, section 2: what cached_cast casts; section "
                         "7: register_autocast's casts)")
+            if out.dtype != dtype and "float16" in where:
+                return (f"{what} returned {out.dtype}: the task's casts are to bfloat16, whatever the region's dtype "
+                        "(lesson 05, section 7: the dtype register_autocast casts to)")
             if out.dtype != dtype:
                 return f"{what} returned {out.dtype}: a matrix product runs in the region's lower precision (lesson 05)"
             if received != [(dtype, dtype)]:
                 return (f"{what}: mm2's CPU kernel ran {len(received)} time(s), on {_dtype_names(received[0])}, though "
                         f"the result is {dtype}: the inputs must be cast before the kernel runs, once")
-            if not torch.equal(out, a.to(dtype) @ b.to(dtype)):
+            with torch.autocast("cpu", enabled=False):  # the product in `dtype`, not in the region's
+                right = a.to(dtype) @ b.to(dtype)
+            if not torch.equal(out, right):
                 stale = (": the result is the product of the weight as it was before the write. A cast kept from an "
                          "earlier call is stale once its source changes; torch's cached_cast keeps a parameter's cast "
                          "only until its region ends (lesson 05, section 5: what cached_cast keeps, and for how long)"
@@ -1360,11 +1478,14 @@ def register_autocast(path: Path) -> Result:
         # Seven calls in one region, the first as the task's model makes it, and one its kernel refuses; one after the
         # region; then one in a second region, after a write into a float32 weight the first region cast.
         weight32 = weight.float()
+        parameter = weight.float().requires_grad_()  # a leaf that requires grad: what cached_cast keeps in a region
         with_grad = activation.clone().requires_grad_(), weight32.clone().requires_grad_()
         with torch.autocast("cpu"):
             problem = (call("inside autocast", activation, weight, torch.bfloat16)
                        or call("inside autocast", weight.t(), activation.t(), torch.bfloat16)
                        or call("inside autocast, a third call", activation, weight32, torch.bfloat16)
+                       or call("inside autocast, a float32 parameter (a leaf that requires grad)", activation,
+                               parameter, torch.bfloat16)
                        or call("inside autocast", activation, weight.to(torch.float16), torch.bfloat16)
                        or call("inside autocast", activation.half(), weight.half(), torch.bfloat16)
                        or call("inside autocast", activation.double(), weight.double(), torch.float64)
@@ -1376,9 +1497,18 @@ def register_autocast(path: Path) -> Result:
         problem = problem or call("after the autocast region", activation, weight32, torch.float32)
         if not problem:
             weight32.mul_(10)
+            with torch.no_grad():
+                parameter.mul_(10)  # as an optimizer's step writes into a parameter between two steps' regions
             with torch.autocast("cpu"):
-                problem = call("in a second region, the float32 weight written into (w.mul_(10)) since the first",
-                               activation, weight32, torch.bfloat16)
+                problem = (call("in a second region, the float32 weight written into (w.mul_(10)) since the first",
+                                activation, weight32, torch.bfloat16)
+                           or call("in a second region, the float32 parameter written into under no_grad "
+                                   "(p.mul_(10), as an optimizer step does) since the first", activation, parameter,
+                                   torch.bfloat16))
+        if not problem:
+            with torch.autocast("cpu", dtype=torch.float16):
+                problem = call("in a region of float16 (torch.autocast(\"cpu\", dtype=torch.float16))", activation,
+                               weight32, torch.bfloat16)
         if problem:
             return Result(False, problem)
         library._destroy()
@@ -1388,9 +1518,10 @@ def register_autocast(path: Path) -> Result:
                                  "nothing can remove it; in a Library of your own, it stays as long as that object, "
                                  "out of the caller's reach (lesson 05, section 7)")
         return Result(True, "inside autocast mm2 ran in bfloat16 on float32, float16 and bfloat16 inputs, with "
-                            "gradients, as it was on float64 and integer ones, in float32 after the region, and on a "
-                            "weight's new values in a second region; a refused call left the thread's state as it was; "
-                            "the registration lives in your Library")
+                            "gradients, as it was on float64 and integer ones, in float32 after the region, on a "
+                            "weight's and a parameter's new values in a second region, and in bfloat16 in a float16 "
+                            "region; a refused call left the thread's state as it was; the registration lives in your "
+                            "Library")
 
 
 def _autocast_guard_crash(path: Path) -> str:
@@ -1519,6 +1650,26 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
     return gradients
 
 
+def _sum_squares_integers(op) -> str | None:
+    """Inside a region, int64 xs: not eligible, so they reach the CPU kernel as they are, which refuses them."""
+    xs = [torch.tensor([1, 3, 5, 2]), torch.tensor([4, 2, 1, 3])]
+    with _recording_mode() as below:
+        try:
+            out = op(xs, None)
+        except _StateLeft as left:
+            return f"inside autocast, xs in int64: {left}"
+        except RuntimeError:
+            out = None
+    received = [_sum_squares_dtypes(d, len(xs)) for name, d in below.calls if name == _SUM_SQUARES]
+    if received == [_sum_squares_dtypes([torch.int64] * 2, 2)] and out is None:
+        return None
+    returned = "" if out is None else f", and the call returned a result in {_dtype_names([out.dtype])}"
+    return (f"inside autocast, xs in int64 (which the CPU kernel refuses, outside a region as in one): the layers below "
+            f"autocast received {'; then '.join(received) or 'nothing'}{returned}. Autocast casts only eligible "
+            "inputs, floating point, on the region's device, and not float64; any other reaches the kernel as it is "
+            "(lesson 05, section 2: which tensors autocast casts).")
+
+
 @exercise("05.autocast_guard", "hard", on_crash=_autocast_guard_crash)
 def autocast_guard(path: Path) -> Result:
     load_cpp("exercise05_sum_squares", path, label="your 05_autocast_guard.cpp")
@@ -1545,6 +1696,8 @@ def autocast_guard(path: Path) -> Result:
                                  f"when an error skips the line that unsets it. {left}")
         except RuntimeError:
             pass
+        if problem := _sum_squares_integers(op):
+            return Result(False, problem)
         try:  # an empty xs, which the CPU kernel refuses too: an Autocast kernel still runs for it (scale's keys)
             op([], torch.ones(4))
         except _StateLeft as left:
@@ -1573,7 +1726,7 @@ def autocast_guard(path: Path) -> Result:
     problem = None
     return Result(False, problem) if problem else Result(True, (
         "float32 below autocast for every eligible input, xs and scale, twice in one region and again in a second "
-        "one; float64 as it was; bfloat16 after the region; with gradients, and the thread's dispatch state as it "
+        "one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's dispatch state as it "
         "was"))
 
 
@@ -1850,6 +2003,8 @@ def records_graph(path: Path) -> Result:
         ("a complex forward-mode tangent on the first input", True,
          lambda: [dual(torch.ones(2) * 1j, torch.complex64), leaf(torch.complex64)]),
         ("inside forward_ad.dual_level(), but no tangent on either input", True, lambda: [leaf(), leaf()]),
+        ("a forward-mode tangent on a non-leaf input (make_dual(x * 2, t), x a leaf that requires grad)", True,
+         lambda: [forward_ad.make_dual(leaf(grad=True) * 2, torch.ones(2)), leaf()]),
         # One tensor and three: csrc/autograd.cpp's records_graph takes any number (sum, add_out).
         ("one input, not requiring grad", False, lambda: [leaf()]),
         ("one input that requires grad", False, lambda: [leaf(grad=True)]),
@@ -2065,16 +2220,20 @@ def load_before_aoti(path: Path) -> Result:
     build.load_all("schemas", "cpu", "meta", "composite")
     generator = torch.Generator().manual_seed(1)
     models = [shipping.mlp_package(seed) for seed in range(len(_AOTI_CALLS))]
-    calls = []  # (the .pt2 file, x, every model's output for x): a wrong output may be another model's
-    for (_, model_pt2), rows in zip(models, (5, 3)):
-        x = torch.randn(rows, 32, generator=generator)
-        with torch.no_grad():
-            calls.append((str(model_pt2), x, [model(x) for model, _ in models]))
     hint = "\nLook again at lesson 08, 'From a fresh Python'"
     # The package where pip would put it on another machine: in a folder of its own, not where lesson 08 put it, so
     # that a library loaded by its path in the workbook's build folder is told apart from the installed one's.
     with tempfile.TemporaryDirectory(prefix="workbook_08_") as elsewhere:
         site = shutil.copytree(installed, Path(elsewhere) / "site-packages")
+        calls = []  # (the .pt2 file, x, every model's output for x): a wrong output may be another model's
+        for n, ((_, model_pt2), rows) in enumerate(zip(models, (5, 3))):
+            # Each model as a release of it is deployed: v1/model.pt2, v2/model.pt2, one file name.
+            deployed = Path(elsewhere) / f"v{n + 1}" / "model.pt2"
+            deployed.parent.mkdir()
+            shutil.copy(model_pt2, deployed)
+            x = torch.randn(rows, 32, generator=generator)
+            with torch.no_grad():
+                calls.append((str(deployed), x, [model(x) for model, _ in models]))
         torch.save(calls, Path(elsewhere) / "calls.pt")
         program = f"""
             import json, os, types, torch
@@ -2089,7 +2248,8 @@ def load_before_aoti(path: Path) -> Result:
                 same = [isinstance(out, torch.Tensor) and out.shape == output.shape and torch.allclose(out, output,
                         atol=1e-6) for output in outputs]
                 print("CALLED", json.dumps({{"n": n, "same": same, "grad_mode": torch.is_grad_enabled()}}))
-            for name, wrong in (("ONE ROW", torch.zeros(1, x.shape[1])), ("FLOAT64", x.double())):
+            for name, wrong in (("ONE ROW", torch.zeros(1, x.shape[1])), ("FLOAT64", x.double()),
+                                ("INT64", x.long())):
                 try:  # 1 row, below the smallest batch the package takes; float64: these the input checks refuse
                     answer.run(model_pt2, wrong)
                     refused = False
@@ -2124,8 +2284,9 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
-    one_row, float64, no_grad = ([json.loads(line.removeprefix(f"{name} ")) for line in lines
-                                  if line.startswith(f"{name} ")] for name in ("ONE ROW", "FLOAT64", "NO GRAD"))
+    one_row, float64, int64, no_grad = ([json.loads(line.removeprefix(f"{name} ")) for line in lines
+                                         if line.startswith(f"{name} ")]
+                                        for name in ("ONE ROW", "FLOAT64", "INT64", "NO GRAD"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -2145,10 +2306,11 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, "in the fresh Python, grad mode was off after run() raised (the package refused a batch "
                              "of 1 row), where it was on before: code that changes thread-local state must restore it "
                              "on every way out, an error's included (lesson 00, section 2).")
-    if not float64[0]["refused"]:
-        return Result(False, "in the fresh Python, run() on float64 rows, where the package was exported for float32, "
-                             "returned a result: the input checks that AOTI_RUNTIME_CHECK_INPUTS=1 turns on, which "
-                             f"refuse them, did not run on what the caller gave.{hint}.")
+    for wrong, dtype in ((float64, "float64"), (int64, "int64")):
+        if not wrong[0]["refused"]:
+            return Result(False, f"in the fresh Python, run() on {dtype} rows, where the package was exported for "
+                                 "float32, returned a result: the input checks that AOTI_RUNTIME_CHECK_INPUTS=1 turns "
+                                 f"on, which refuse them, did not run on what the caller gave.{hint}.")
     if no_grad[0]["grad_mode"]:
         return Result(False, "in the fresh Python, run() called inside torch.no_grad() left grad mode on: code that "
                              "changes thread-local state must restore what it found, not what it expects (lesson 00, "
@@ -2206,6 +2368,8 @@ def _stable_add_refused() -> list[tuple]:
         ("two complex64 tensors", torch.ones(3, 4, dtype=torch.complex64), torch.ones(3, 4, dtype=torch.complex64)),
         ("two float8_e5m2 tensors (a floating-point dtype add.cpp does not take)",
          torch.ones(3, 4, dtype=torch.float8_e5m2), torch.ones(3, 4, dtype=torch.float8_e5m2)),
+        ("two uint8 tensors", torch.ones(3, 4, dtype=torch.uint8), torch.ones(3, 4, dtype=torch.uint8)),
+        ("two int8 tensors", torch.ones(3, 4, dtype=torch.int8), torch.ones(3, 4, dtype=torch.int8)),
     ]
 
 
@@ -2255,6 +2419,17 @@ def stable_autograd(path: Path) -> Result:
                              f"(\"{refused}\"): torch.compile and torch.export would trace a call that fails when it "
                              "runs.\nLook again at lesson 02: the workbook's Meta kernels (csrc/meta.cpp) check what "
                              "its CPU kernels check.")
+    # A meta tensor beside a CPU one: the call goes to the Meta key, the fake kernel's, where the CPU kernel refuses
+    # an argument on another device.
+    for what, a, b in (("a meta `self` and a CPU `other`", torch.ones(3, 4, device="meta"), torch.ones(3, 4)),
+                       ("a CPU `self` and a meta `other`", torch.ones(3, 4), torch.ones(3, 4, device="meta"))):
+        try:
+            op(a, b)
+        except Exception:  # noqa: BLE001 - any error refuses the call, as the CPU kernel's does
+            continue
+        return Result(False, f"on {what}, your fake kernel returned a tensor, where the CPU kernel refuses an argument "
+                             "on another device than its own (read its checks).\nLook again at lesson 02: the "
+                             "workbook's Meta kernels (csrc/meta.cpp) check what its CPU kernels check.")
     # A sparse meta tensor stops at SparseMeta, which has no kernel; a sparse fake tensor reaches the fake kernel.
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -2404,6 +2579,9 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             to(torch.arange(6, dtype=torch.int32)), to(torch.full((6,), 0.5)), to(torch.zeros(6))),
         "a float32 self times a 0-dim float64 CPU tensor (1/3) into a float32 `out`": lambda to: (
             to(x), torch.tensor(1 / 3, dtype=torch.float64), to(z)),
+        "an int32 self times a 0-dim float64 CPU tensor (0.1) into a float64 `out`": lambda to: (
+            to(torch.tensor([3, 7], dtype=torch.int32)), torch.tensor(0.1, dtype=torch.float64),
+            to(torch.zeros(2, dtype=torch.float64))),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
@@ -2418,6 +2596,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             to(torch.arange(6, dtype=torch.int16)), torch.tensor(2.5), to(torch.zeros(6, dtype=torch.int16)))),
         "`out` that is `self` itself, which the product would have to grow (self [5], other [4, 5])": (
             None, lambda to: ((same := to(row)), to(x), same)),
+        "`out` that is `other` itself, which the product would have to grow (self [4, 5], other [1, 5])": (
+            None, lambda to: (to(x), (same := to(row[None])), same)),
         "an int64 product into a bool `out`": (None, lambda to: (
             to(torch.arange(6)), to(torch.arange(6)), to(torch.zeros(6, dtype=torch.bool)))),
         "a float32 self times a complex64 other into a float32 `out`": (None, lambda to: (

@@ -218,12 +218,11 @@ def predict(op, *args, **kwargs) -> list[Step]:
     """Every key of the call's keyset, in priority order, with what the dispatcher does there."""
     keys = keyset_of(*args, **kwargs)
     table = dispatch_table(op)
-    effective = keys.effective
-    steps: list[Step] = []
-    for name in keys.excluded:
-        steps.append(Step(name, "excluded", table.get(name)))
+    steps: list[Step] = [Step(name, "excluded", table.get(name)) for name in keys.excluded]
+    remaining, selected = keys.effective, EMPTY_KEYSET
     ended = False
-    for name in key_names(effective):
+    while (key := remaining.highestPriorityTypeId()) != C.DispatchKey.Undefined:
+        name = C._dispatch_key_name(key)
         entry = table.get(name)
         if ended:
             status = "not reached"
@@ -235,8 +234,36 @@ def predict(op, *args, **kwargs) -> list[Step]:
             status = "kernel"
             ended = is_backend_key(name) or entry.kind == "math kernel"
         steps.append(Step(name, status, entry))
-    order = {name: i for i, name in enumerate(key_names(keys.from_tensors | keys.tls_include))}
+        remaining = remaining & C._dispatch_keyset_full_after(key)
+        if name == "BackendSelect" and status == "kernel":
+            selected = _backend_selected(op, keys, args, kwargs)
+            remaining = selected & C._dispatch_keyset_full_after(key)
+    order = {name: i for i, name in enumerate(key_names(keys.from_tensors | keys.tls_include | selected))}
     return sorted(steps, key=lambda step: order[step.key])
+
+
+def _backend_selected(op, keys: Keyset, args, kwargs) -> C.DispatchKeySet:
+    """The keyset a BackendSelect kernel hands the call on with. Such kernels exist for operators that take a device,
+    layout and dtype (factory functions: torch.empty, torch.ones): the kernel computes the backend key from those
+    arguments, c10::computeDispatchKey (CPU where no device is given: torch.set_default_device sets the argument
+    of torch's Python functions, such as torch.empty, not this default), and redispatches with that key alone,
+    or, where the operator also takes tensors, with their keys and the thread's include set too, less its exclude set
+    (torchgen/gen.py, ComputeBackendSelect)."""
+    schema = op._schema if not isinstance(op, str) else C._get_schema(*(op_name(op).split(".") + [""])[:2])
+    given = {argument.name: value for argument, value in zip(schema.arguments, args)} | kwargs
+    device = torch.device(given.get("device") or "cpu")
+    layout = given.get("layout") or torch.strided
+    backend = C._dispatch_key_for_device(device.type)  # CPU, CUDA, Meta, PrivateUse1, ...
+    if layout == torch.sparse_coo:
+        backend = f"Sparse{backend}"
+    elif layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
+        backend = f"SparseCsr{backend}"
+    elif layout == torch._mkldnn:
+        backend = "MkldnnCPU"
+    selected = C.DispatchKeySet(C._parse_dispatch_key(backend))
+    if keys.from_tensors == EMPTY_KEYSET:
+        return selected
+    return (selected | keys.from_tensors | keys.tls_include) - keys.tls_exclude
 
 
 def path(steps: list[Step], ours_only: bool = False) -> list[str]:

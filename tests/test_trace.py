@@ -167,3 +167,30 @@ def test_the_log_is_handed_only_to_a_library_of_the_same_layout(workbook):
     assert torch.ops.workbook_trace.log_address(1) != 0
     with pytest.raises(RuntimeError, match="log layout 2 asked for the log, which has layout 1.*Rebuild both"):
         torch.ops.workbook_trace.log_address(2)
+
+
+@pytest.mark.parametrize("layout, backend", [(torch.strided, "Meta"), (torch.sparse_coo, "SparseMeta")])
+def test_a_factory_call_goes_from_backend_select_to_the_backend_of_its_arguments(layout, backend):
+    # A kernel of ours at that backend, for one of aten's factory functions: it runs only if BackendSelect's kernel
+    # hands the call on to the backend the device and layout arguments name.
+    ran = []
+
+    def zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None):
+        ran.append(backend)
+        return torch.empty(0, device="meta")
+
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("zeros", zeros, backend)
+    try:
+        t = trace.call(torch.ops.aten.zeros.default, [2], layout=layout, device="meta")
+        assert t.predicted_path == ["BackendSelect", backend] and ran == [backend], t
+    finally:
+        library._destroy()
+
+
+def test_a_factory_call_without_a_device_goes_to_cpu_whatever_python_s_default_device():
+    # torch.set_default_device fills in the device of torch's Python functions (torch.zeros), not of an operator's
+    # call: c10 picks CPU for a device left out.
+    with torch.device("meta"):
+        t = trace.call(torch.ops.aten.zeros.default, [2])
+    assert t.predicted_path == ["BackendSelect", "CPU"] and t.result.device.type == "cpu"

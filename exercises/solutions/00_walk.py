@@ -3,9 +3,10 @@
 Write `kernels(op, *args)`: the dispatch keys whose kernels the dispatcher calls for op(*args), here and now, highest
 priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not helpers.trace. The check
 compares your list with the dispatcher's for aten's and the workbook's operators and operators defined from Python,
-composite, in-place and view ones included, on CPU, meta, sparse and conjugated complex tensors, mixed ones and lists of
-them, inside torch.no_grad(), torch.inference_mode(), torch.autocast("cpu"), a TorchDispatchMode and
-torch._C._AutoDispatchBelowADInplaceOrView(), and for one call made again after a registration changed its operator.
+composite, in-place and view ones and factory functions (no tensor argument) included, on CPU, meta, sparse and
+conjugated complex tensors, mixed ones and lists of them, inside torch.no_grad(), torch.inference_mode(),
+torch.autocast("cpu"), a TorchDispatchMode and torch._C._AutoDispatchBelowADInplaceOrView(), and for two calls made
+again after a registration changed their operators (one of them aten's).
 """
 
 import torch
@@ -24,12 +25,28 @@ def is_backend(key) -> bool:
     return C.DispatchKey.StartOfDenseBackends.value < key.value <= C.DispatchKey.EndOfNestedTensorBackends.value
 
 
+def backend_selected(op, args, from_tensors) -> "C.DispatchKeySet":
+    """What a BackendSelect kernel hands the call on with: the backend key of the device and layout arguments (CPU
+    where no device is given), with the tensors' keys where there are any (torchgen/gen.py, ComputeBackendSelect)."""
+    given = dict(zip((argument.name for argument in op._schema.arguments), args))
+    device = torch.device(given.get("device") or "cpu")
+    backend = C._dispatch_key_for_device(device.type)
+    layout = given.get("layout") or torch.strided
+    if layout != torch.strided:
+        backend = {torch.sparse_coo: "Sparse", torch._mkldnn: "Mkldnn"}.get(layout, "SparseCsr") + backend
+    selected = C.DispatchKeySet(C._parse_dispatch_key(backend))
+    if from_tensors.highestPriorityTypeId() == C.DispatchKey.Undefined:
+        return selected
+    return (selected | from_tensors | C._dispatch_tls_local_include_set()) - C._dispatch_tls_local_exclude_set()
+
+
 def kernels(op, *args) -> list[str]:
     keyset = C.DispatchKeySet(C.DispatchKey.Undefined)
     for arg in args:
         for tensor in arg if isinstance(arg, (list, tuple)) else [arg]:  # a Tensor[] argument's tensors count too
             if isinstance(tensor, torch.Tensor):
                 keyset = keyset | C._dispatch_keys(tensor)
+    from_tensors = keyset  # what a BackendSelect kernel hands on beside the backend's key
     keyset = (keyset | C._dispatch_tls_local_include_set()) - C._dispatch_tls_local_exclude_set()
     table = C._dispatch_dump_table(name_of(op)).splitlines()
     listed = {line.split(":")[0] for line in table}  # keys with an entry
@@ -44,6 +61,8 @@ def kernels(op, *args) -> list[str]:
                 break
             if name in math_kernels:  # it calls other operators, each with a walk of its own
                 break
+            if name == "BackendSelect":  # a factory's: it picks the backend and hands the call on to it
+                keyset = backend_selected(op, args, from_tensors)
         if name not in listed:  # no entry: the dispatcher raises "could not run" here
             break
         keyset = keyset & C._dispatch_keyset_full_after(key)

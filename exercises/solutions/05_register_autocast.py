@@ -6,8 +6,9 @@ Make autocast cast both inputs to bfloat16 before the kernel runs. `lib` is the 
 with: the registration must live in it, so that the check can remove it again (lesson 05, section 7). The check calls
 mm2 in one region (float32 and bfloat16 inputs in either order, two float32 ones, a float32 and a float16 one, two
 float16 ones, two float64, two int64 and two int32 ones, which autocast leaves as they are, one call its kernel
-refuses, and one on inputs that require grad), once after it, and once in a second region after writing into a
-float32 weight; it records the dtypes its CPU kernel receives, compares the results and the gradients, and the thread's
+refuses, one on inputs that require grad and one on a float32 parameter), once after it, in a second region after
+writing into a float32 weight and into the parameter (under no_grad, as an optimizer step does), and in a region of
+float16; it records the dtypes its CPU kernel receives, compares the results and the gradients, and the thread's
 dispatch state before and after each call.
 """
 

@@ -11,7 +11,7 @@ it, from Python:
 The check runs opcheck on every dtype the CPU kernel takes, with every combination of requires_grad, on contiguous,
 transposed, expanded and empty inputs; gradcheck, gradgradcheck, and a backward from a float64 grad_output of random
 values; the fake kernel on meta and on symbolic-size fake tensors; and calls the CPU kernel refuses (dtypes, shapes,
-layouts), on meta tensors and, for sparse layouts, on fake tensors.
+layouts, devices), on meta tensors (one beside a CPU tensor) and, for sparse layouts, on fake tensors.
 """
 
 import torch
@@ -25,6 +25,8 @@ def fake(self, other):
     torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype {self.dtype}")
     torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
     torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
+    torch._check(other.device == self.device, lambda: f"workbook_stable::add: `other` on {other.device}, `self` on "
+                                                      f"{self.device}")
     return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and device
 
 

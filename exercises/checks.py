@@ -412,10 +412,11 @@ def _softplus2_on_fake_tensors(op) -> list[str]:
         with mode:
             op(x)
     except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything; that is the diagnosis
+        data_dependent = "DataDependent" in type(error).__name__
         return [f"fake tensors (what torch.compile and torch.export trace with: a device, a shape and a dtype, no "
-                f"values), on the CPU device: {type(error).__name__}: {str(error).strip().splitlines()[0][:200]}. "
-                "A kernel that branches on its input's values cannot be traced; torch operations on the whole tensor "
-                "can"]
+                f"values), on the CPU device: {type(error).__name__}: {str(error).strip().splitlines()[0][:200]}"
+                + (". A kernel that branches on its input's values cannot be traced; torch operations on the whole "
+                   "tensor can" if data_dependent else "")]
     return []
 
 
@@ -483,7 +484,8 @@ def composite_key(path: Path) -> Result:
             if grad_mode_changed:
                 problems.append(f"{what}: grad mode changed in the call; a kernel must leave the caller's thread-local "
                                 "state as it found it (lesson 00, section 2)")
-        problems += _softplus2_on_fake_tensors(op)
+        if not problems:  # where meta tensors fail, fake ones do too: that is said already
+            problems += _softplus2_on_fake_tensors(op)
         # Whether autograd saw the operations inside the kernel, read from the dispatch table, not from the fallback's
         # warning: the reader's code could turn the warning off (_set_autograd_fallback_mode, a warnings filter).
         x = torch.tensor([-1.0, 0.0, -0.0, 0.5, 2.0], requires_grad=True)  # 0: where abs and clamp have a kink
@@ -1664,8 +1666,8 @@ def _sum_squares_integers(op) -> str | None:
     if received == [_sum_squares_dtypes([torch.int64] * 2, 2)] and out is None:
         return None
     returned = "" if out is None else f", and the call returned a result in {_dtype_names([out.dtype])}"
-    return (f"inside autocast, xs in int64 (which the CPU kernel refuses, outside a region as in one): the layers below "
-            f"autocast received {'; then '.join(received) or 'nothing'}{returned}. Autocast casts only eligible "
+    return (f"inside autocast, xs in int64 (which the CPU kernel refuses, outside a region as in one): the layers "
+            f"below autocast received {'; then '.join(received) or 'nothing'}{returned}. Autocast casts only eligible "
             "inputs, floating point, on the region's device, and not float64; any other reaches the kernel as it is "
             "(lesson 05, section 2: which tensors autocast casts).")
 
@@ -1726,8 +1728,8 @@ def autocast_guard(path: Path) -> Result:
     problem = None
     return Result(False, problem) if problem else Result(True, (
         "float32 below autocast for every eligible input, xs and scale, twice in one region and again in a second "
-        "one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's dispatch state as it "
-        "was"))
+        "one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's dispatch "
+        "state as it was"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -691,10 +691,7 @@ def _thread_state_changes(before: dict) -> str:
         if isinstance(old, bool):
             changes.append(f"{what} was {'on' if old else 'off'}, and is {'on' if new else 'off'}")
         else:
-            gained = [key for key in _keys_in(new) if key not in _keys_in(old)]
-            lost = [key for key in _keys_in(old) if key not in _keys_in(new)]
-            changes.append(f"{what} " + " and ".join(f"{verb} {', '.join(keys)}" for verb, keys in
-                                                     (("gained", gained), ("lost", lost)) if keys))
+            changes.append(f"{what} {_keyset_change(old, new)}")
     return "; ".join(changes)
 
 
@@ -818,6 +815,13 @@ def _keys_in(keyset: torch._C.DispatchKeySet) -> list[str]:
                    and not any(runtime[runtime_key] & kind == kind for runtime_key in held)]
 
 
+def _keyset_change(old: torch._C.DispatchKeySet, new: torch._C.DispatchKeySet) -> str:
+    """'gained AutogradOther; lost ADInplaceOrView': how a keyset changed, by key name."""
+    gained = [key for key in _keys_in(new) if key not in _keys_in(old)]
+    lost = [key for key in _keys_in(old) if key not in _keys_in(new)]
+    return "; ".join(f"{what} {', '.join(keys)}" for what, keys in (("gained", gained), ("lost", lost)) if keys)
+
+
 def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the guard, and how long what it changes "
                                                        "lasts."):
     """op, called with the thread-local include and exclude sets compared before and after each call."""
@@ -830,13 +834,9 @@ def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the
             after = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
             for name, old, new in zip(("include", "exclude"), before, after):
                 if old != new:
-                    gained = [key for key in _keys_in(new) if key not in _keys_in(old)]
-                    lost = [key for key in _keys_in(old) if key not in _keys_in(new)]
-                    change = "; ".join(f"{what} {', '.join(keys)}" for what, keys in (("gained", gained),
-                                       ("lost", lost)) if keys)
                     raise _StateLeft(f"after a call of {op._schema.name.split('::')[-1]} the thread-local {name} set "
-                                     f"had changed ({change}): every later call on this thread walks a different "
-                                     f"keyset.\nLook again at {where_to_look}")
+                                     f"had changed ({_keyset_change(old, new)}): every later call on this thread "
+                                     f"walks a different keyset.\nLook again at {where_to_look}")
 
     return call
 

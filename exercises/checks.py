@@ -284,6 +284,7 @@ class _AliasTruth:
 _MUTATION_TAGS = (torch.Tag.inplace, torch.Tag.out, torch.Tag.inplace_view)
 # What other tags state (torch's tags.yaml), where none of the three kernels does it. pt2_compliant_tag, "works with
 # torch.compile and torch.export", is true of the operators that torch can compile, and is judged per operator.
+# Left unjudged: flexible_layout (true of all three), reduction (arguably true of two), out_variant (does nothing).
 _CLAIMS = {torch.Tag.nondeterministic_seeded: "that it is random",
            torch.Tag.nondeterministic_bitwise: "that two calls on the same inputs may differ bit by bit",
            torch.Tag.dynamic_output_shape: "that its outputs' shapes depend on the input's values",
@@ -291,7 +292,13 @@ _CLAIMS = {torch.Tag.nondeterministic_seeded: "that it is random",
            torch.Tag.pointwise: "that each output element is computed from the matching input elements alone",
            torch.Tag.view_copy: "that it is the copying variant of a view operator, with new tensors for outputs",
            torch.Tag.core: "that it belongs to aten's core operator set",
-           torch.Tag.generated: "that torchgen generated it from aten's own definitions"}
+           torch.Tag.generated: "that torchgen generated it from aten's own definitions",
+           # Tags that ask the compiler for care: each says the kernel needs it, and these kernels do not.
+           torch.Tag.maybe_aliasing_or_mutating: "that its schema cannot tell whether it aliases or mutates",
+           torch.Tag.cudagraph_unsafe: "that it cannot run inside a CUDA graph (Inductor splits the graph around it)",
+           torch.Tag.needs_contiguous_strides: "that it must be given contiguous tensors",
+           torch.Tag.needs_exact_strides: "that it must be given the strides eager mode gives it",
+           torch.Tag.needs_fixed_stride_order: "that it must be given the stride order eager mode gives it"}
 ALIAS_OPS = {
     "diag_sum": _AliasTruth(
         lambda x: (x.diagonal(), x.diagonal().sum()), lambda x: (x.diagonal(), x.new_empty(())),

@@ -22,6 +22,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKeySet.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <atomic>
 #include <mutex>
@@ -49,10 +50,16 @@ struct Log {
 };
 
 inline Log& log() {
-  static Log* const instance = reinterpret_cast<Log*>(c10::Dispatcher::singleton()
-                                                          .findSchemaOrThrow("workbook_trace::log_address", "")
-                                                          .typed<int64_t(int64_t)>()
-                                                          .call(kLogLayout));
+  static Log* const instance = [] {
+    // A TorchDispatchMode active at the first Scope of a library would see this call at the Python key: excluding
+    // that key (and PythonTLSSnapshot, which leads to it) keeps the recorder out of what modes see (lesson 10).
+    c10::impl::ExcludeDispatchKeyGuard unseen_by_modes(
+        c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
+    return reinterpret_cast<Log*>(c10::Dispatcher::singleton()
+                                      .findSchemaOrThrow("workbook_trace::log_address", "")
+                                      .typed<int64_t(int64_t)>()
+                                      .call(kLogLayout));
+  }();
   return *instance;
 }
 

@@ -85,6 +85,7 @@ def ladder(t: tr.Trace, ax=None, title: str | None = None):
     for step in t.predicted:
         category = _category(step)
         label = step.key if step.status == "kernel" else f"{step.key} ({step.status})"
+        label += f"\n{step.handled_by}" if step.handled_by else ""  # the mode or subclass at the Python key
         _box(ax, 0, rows[step.key], COLORS[category], label, dashed=step.status == "excluded")
     _arrows(ax, 0, [rows[k] for k in t.predicted_path])
     recorded_rows, bottom = [], min(rows.values(), default=0)

@@ -38,6 +38,7 @@ make test TORCH=2.13.0 or TORCH=2.14.1); a torch that changes them fails tests/t
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from contextlib import contextmanager, nullcontext
@@ -212,6 +213,7 @@ class Step:
     key: str
     status: str  # "kernel", "fallthrough", "excluded", "missing", "not reached"
     entry: Entry | None = None
+    handled_by: str = ""  # at the Python key: the mode or tensor subclass whose __torch_dispatch__ takes the call
 
 
 def predict(op, *args, **kwargs) -> list[Step]:
@@ -219,27 +221,80 @@ def predict(op, *args, **kwargs) -> list[Step]:
     keys = keyset_of(*args, **kwargs)
     table = dispatch_table(op)
     steps: list[Step] = [Step(name, "excluded", table.get(name)) for name in keys.excluded]
-    remaining, selected = keys.effective, EMPTY_KEYSET
+    remaining = keys.effective
     ended = False
     while (key := remaining.highestPriorityTypeId()) != C.DispatchKey.Undefined:
         name = C._dispatch_key_name(key)
         entry = table.get(name)
+        step = Step(name, "kernel", entry)
         if ended:
-            status = "not reached"
+            step.status = "not reached"
         elif entry is None:
-            status, ended = "missing", True
+            step.status, ended = "missing", True
         elif entry.fallthrough:
-            status = "fallthrough"
+            step.status = "fallthrough"
         else:
-            status = "kernel"
             ended = is_backend_key(name) or entry.kind == "math kernel"
-        steps.append(Step(name, status, entry))
+        steps.append(step)
         remaining = remaining & C._dispatch_keyset_full_after(key)
-        if name == "BackendSelect" and status == "kernel":
-            selected = _backend_selected(op, keys, args, kwargs)
-            remaining = selected & C._dispatch_keyset_full_after(key)
-    order = {name: i for i, name in enumerate(key_names(keys.from_tensors | keys.tls_include | selected))}
-    return sorted(steps, key=lambda step: order[step.key])
+        if name == "BackendSelect" and step.status == "kernel":
+            remaining = _backend_selected(op, keys, args, kwargs) & C._dispatch_keyset_full_after(key)
+        elif name == "Python" and step.status == "kernel":
+            step.handled_by, below = _python_handler(op, args, kwargs)
+            ended = below is None
+            if below is not None:
+                remaining = (remaining | below) & C._dispatch_keyset_full_after(key)
+    steps = sorted(steps, key=functools.cmp_to_key(_by_priority))
+    if not ended:
+        # No key left, and no kernel that ends the call: the dispatcher takes the table's Undefined entry, which a
+        # composite kernel fills (an operator with no tensor argument, such as one that takes only ints, lands here).
+        undefined = table.get("Undefined")
+        steps.append(Step("Undefined", "kernel" if undefined else "missing", undefined))
+    return steps
+
+
+def _by_priority(a: Step, b: Step) -> int:
+    """Which of two keys the dispatcher tries first: the order key_names gives them in a keyset of both."""
+    both = key_names(C.DispatchKeySet(C._parse_dispatch_key(a.key)) | C.DispatchKeySet(C._parse_dispatch_key(b.key)))
+    return both.index(a.key) - both.index(b.key)
+
+
+def _python_handler(op, args, kwargs) -> tuple[str, C.DispatchKeySet | None]:
+    """Who takes a call at the Python key, and the keys it brings to the call it makes below (None: it ends the call
+    in Python, no kernel below runs).
+
+    The Python key's kernel, a fallback for every operator (aten/src/ATen/core/PythonFallbackKernel.cpp,
+    pythonFallback), calls the innermost TorchDispatchMode's __torch_dispatch__, else that of the arguments' tensor
+    subclass. What it does then is Python code, so this says what two kinds do:
+    - FakeTensorMode (and a FakeTensor outside one): a fake kernel registered with torch.library.register_fake runs in
+      Python, and ends the call; else, if the operator has a kernel at Meta, it calls the operator again with Meta in
+      the thread's include set, so the call goes on to the Meta kernel (torch/_subclasses/fake_tensor.py,
+      FakeTensorMode._dispatch_impl and in_kernel_invocation_manager).
+    - a rule registered for the operator and the handler's class with torch.library.register_torch_dispatch, or any
+      other mode or subclass: assumed to call the operator again (`func(*args, **kwargs)`) with itself popped, so
+      the walk goes on to the keys below Python. A handler that does not call it ends the call in Python instead.
+    """
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    modes = _get_current_dispatch_mode_stack()
+    subclasses = [type(t) for t in _tensors(list(args) + list(kwargs.values()))
+                  if type(t).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__]
+    handler = modes[-1] if modes else subclasses[0] if subclasses else None
+    if handler is None:
+        return "nothing: no mode, no subclass", EMPTY_KEYSET
+    registered = torch._library.simple_registry.singleton.find(op_name(op))  # what torch.library keeps in Python
+    owner = handler if isinstance(handler, type) else type(handler)
+    rule = registered.torch_dispatch_rules.find(owner)
+    if rule is not None:  # torch.library.register_torch_dispatch: this operator's own rule for the class (exactly)
+        return f"{getattr(rule, '__name__', 'a rule')} (register_torch_dispatch)", EMPTY_KEYSET
+    if isinstance(handler, FakeTensorMode) or handler is FakeTensor:
+        if registered.fake_impl.kernel is not None:
+            return "FakeTensorMode: its fake kernel", None
+        if C._dispatch_has_computed_kernel_for_dispatch_key(op_name(op), "Meta"):
+            return "FakeTensorMode: on to Meta", C.DispatchKeySet(C.DispatchKey.Meta)
+        return "FakeTensorMode: no fake kernel", None
+    return f"{owner.__name__}.__torch_dispatch__", EMPTY_KEYSET
 
 
 def _backend_selected(op, keys: Keyset, args, kwargs) -> C.DispatchKeySet:
@@ -305,22 +360,25 @@ def recording():
     if not recorder_loaded():
         raise RuntimeError("The trace recorder is not loaded: run helpers.build.load('schemas') first.")
     events: list[Event] = []
-    with _not_jit_traced():
+    with _unseen():
         torch.ops.workbook_trace.start()
     try:
         yield events
     finally:
-        with _not_jit_traced():
+        with _unseen():
             events.extend(_parse_events(torch.ops.workbook_trace.stop()))
 
 
 @contextmanager
-def _not_jit_traced():
-    """Keep the recorder's own calls out of a torch.jit.trace graph (lesson 08 records inside one)."""
+def _unseen():
+    """Keep the recorder's own calls out of what it records: out of a torch.jit.trace graph (lesson 08 records inside
+    one), and away from TorchDispatchModes (lesson 10 records inside them). _DisableTorchDispatch excludes the Python
+    and PythonTLSSnapshot keys, where modes are called; trace.h does the same for the call its kernels make."""
     state = C._get_tracing_state()
     C._set_tracing_state(None)
     try:
-        yield
+        with C._DisableTorchDispatch():
+            yield
     finally:
         C._set_tracing_state(state)
 
@@ -369,6 +427,7 @@ class Trace:
         rows = [f"{self.op}"]
         for step in self.predicted:
             who = f"  [{step.entry.where}]" if step.entry and step.status == "kernel" else ""
+            who += f"  {step.handled_by}" if step.handled_by else ""
             rows.append(f"  {marks[step.status]:<11} {step.key}{who}")
         rows.append(f"  predicted: {' -> '.join(self.predicted_path) or '(none)'}")
         if recorder_loaded():

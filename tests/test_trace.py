@@ -5,7 +5,9 @@ from contextlib import nullcontext
 import pytest
 import torch
 
-from helpers import plot, trace
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from helpers import isolated, plot, trace
 
 
 def make(kind):
@@ -194,3 +196,88 @@ def test_a_factory_call_without_a_device_goes_to_cpu_whatever_python_s_default_d
     with torch.device("meta"):
         t = trace.call(torch.ops.aten.zeros.default, [2])
     assert t.predicted_path == ["BackendSelect", "CPU"] and t.result.device.type == "cpu"
+
+
+@pytest.mark.parametrize("key", ["CompositeExplicitAutograd", "CompositeImplicitAutograd", "CPU"])
+def test_an_operator_without_tensor_arguments_runs_the_undefined_entry_or_fails(key):
+    # No tensor, no BackendSelect kernel: the keyset is empty, and the dispatcher takes the table's Undefined entry,
+    # which a composite kernel fills and a CPU kernel does not (lesson 00, 'Underneath trace.call').
+    with torch.library._scoped_library("trace_test", "FRAGMENT") as library:
+        library.define("answer(int n) -> int")
+        library.impl("answer", lambda n: n + 1, key)
+        t = trace.call(torch.ops.trace_test.answer.default, 41)
+    if key == "CPU":
+        assert (t.predicted[-1].key, t.predicted[-1].status, t.predicted_path) == ("Undefined", "missing", [])
+        assert "There were no tensor arguments to this function" in str(t.error)
+    else:
+        assert t.predicted_path == ["Undefined"] and t.result == 42
+
+
+def test_the_recorder_is_unseen_by_a_mode_even_at_a_librarys_first_recorded_call():
+    # A fresh process: each library's first recorded kernel looks the log up through the dispatcher (trace.h, log()),
+    # here inside a mode, which must not see that lookup, nor the recorder's start and stop.
+    done = isolated.run("""
+        import torch
+        from helpers import build, trace
+        build.load_all("schemas", "cpu", "autograd")
+        ones = torch.ones(2)
+        with trace.op_calls() as names:
+            t = trace.call(torch.ops.workbook.add, ones, ones)
+        print(names, t.recorded_path, t.agrees)
+    """)
+    assert done.stdout.strip() == "['workbook.add.default'] ['AutogradCPU', 'CPU'] True", done.stderr
+
+
+def test_under_a_mode_the_python_step_names_it_and_the_walk_goes_on_below(workbook):
+    x, y = make("requires_grad")
+    with trace.op_calls():
+        t = trace.call(workbook.add, x, y)
+    python = next(step for step in t.predicted if step.key == "Python")
+    assert python.handled_by == "_OpCalls.__torch_dispatch__"
+    assert t.predicted_path == ["PythonTLSSnapshot", "AutogradCPU", "Python", "CPU"] and t.agrees
+
+
+def test_fake_tensors_go_from_the_python_key_to_the_meta_kernel(workbook):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    a, b = mode.from_tensor(torch.randn(2, 3)), mode.from_tensor(torch.randn(3, 4))
+    with mode:
+        t = trace.call(workbook.matmul, a, b)
+    assert next(step for step in t.predicted if step.key == "Python").handled_by == "FakeTensorMode: on to Meta"
+    assert t.recorded_path == ["AutogradCPU", "Meta"] and t.agrees and t.result.shape == (2, 4)
+    # A FakeTensor outside its mode takes the same path: its class sends the call to its mode.
+    assert trace.call(workbook.matmul, a, b).recorded_path == ["AutogradCPU", "Meta"]
+
+
+def test_a_fake_kernel_in_python_ends_the_walk_at_the_python_key():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with torch.library._scoped_library("trace_test", "FRAGMENT") as library:
+        library.define("twice(Tensor x) -> Tensor")
+        library.impl("twice", lambda x: x * 2, "CPU")
+        torch.library.register_fake("trace_test::twice", lambda x: torch.empty_like(x), lib=library)
+        with FakeTensorMode() as mode:
+            t = trace.call(torch.ops.trace_test.twice.default, mode.from_tensor(torch.ones(3)))
+    python = next(step for step in t.predicted if step.key == "Python")
+    assert python.handled_by == "FakeTensorMode: its fake kernel"
+    assert t.predicted_path[-1] == "Python" and t.result.shape == (3,)
+
+
+def test_a_register_torch_dispatch_rule_is_named_at_the_python_step(workbook):
+    rules = []
+
+    def matmul_rule(mode, func, types, args, kwargs):
+        rules.append(func)
+        return func(*args, **kwargs)
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with torch.library._scoped_library("workbook", "FRAGMENT") as library:
+        torch.library.register_torch_dispatch("workbook::matmul", Mode, matmul_rule, lib=library)
+        with Mode():
+            t = trace.call(workbook.matmul, torch.randn(2, 3), torch.randn(3, 4))
+    assert next(step for step in t.predicted if step.key == "Python").handled_by == "matmul_rule (register_torch_dispatch)"
+    assert rules == [workbook.matmul.default] and t.agrees

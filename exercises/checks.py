@@ -75,6 +75,9 @@ _NO_ENTRY = ("lesson 00, sections 4 and 5: what the dispatcher does at a key of 
 _MATH_KERNEL = "lesson 00, section 4 (the path of a call): what the walk does at a math kernel."
 _BACKEND_SELECT = ("lesson 00, section 2: what BackendSelect does for a call with no tensor argument, and which keyset "
                    "its kernel hands the call on with.")
+_BACKEND_SELECT_TENSORS = ("lesson 00, section 2: which keyset a BackendSelect kernel hands the call on with when the "
+                           "operator takes tensors too.")
+_UNDEFINED = "lesson 00, 'Underneath trace.call': where a call goes when its keyset runs out."
 
 
 def _walk_cases():
@@ -135,6 +138,12 @@ def _walk_cases():
          ([2],), nullcontext, _BACKEND_SELECT),
         ("aten::ones([2, 3]) inside torch.inference_mode()", torch.ops.aten.ones.default, ([2, 3],),
          torch.inference_mode, _BACKEND_SELECT),
+        ("aten::_to_copy(y on meta), what y.to(torch.float64) calls", torch.ops.aten._to_copy.default,
+         (y.to("meta"),), nullcontext, _BACKEND_SELECT_TENSORS),
+        ("aten::_to_copy(sparse y)", torch.ops.aten._to_copy.default, (y.to_sparse(),), nullcontext,
+         _BACKEND_SELECT_TENSORS),
+        ("aten::add.Tensor(sparse CSR, dense)", torch.ops.aten.add.Tensor,
+         (torch.eye(3).to_sparse_csr(), torch.ones(3, 3)), nullcontext, walk),
     ]
 
 
@@ -179,6 +188,10 @@ def walk(path: Path) -> Result:
         if not (result := walked(*case)).passed:
             return result
     registered["library"]._destroy()
+    with operator("answer(int n) -> int", lambda n: n + 1, key="CompositeExplicitAutograd"):
+        if not (result := walked("exercise::answer(41): no tensor argument, a CompositeExplicitAutograd kernel",
+                                 torch.ops.exercise.answer.default, (41,), where_to_look=_UNDEFINED)).passed:
+            return result
     # Here and now: the same call, before and after a registration changes its operator's table.
     changed = ("lesson 00, section 3: the dispatch table is read at each call, and a registration changes it (a "
                "fallthrough at AutogradCPU, here).")
@@ -202,7 +215,7 @@ def walk(path: Path) -> Result:
             return result
     finally:
         aten._destroy()
-    return Result(True, f"all {len(cases) + 4} calls walked as the dispatcher walks them, two of them again after a "
+    return Result(True, f"all {len(cases) + 5} calls walked as the dispatcher walks them, two of them again after a "
                         "registration")
 
 
@@ -228,6 +241,10 @@ def schema(path: Path) -> Result:
     problems = []
     if yours.name.split("::")[-1] != wanted.name:  # a namespace in front is m.def's to check
         problems.append(f"the operator is named {wanted.name!r}, not {yours.name!r}")
+    if yours.overload_name:
+        problems.append(f"your schema declares the overload `{wanted.name}.{yours.overload_name}`, where the task's "
+                        f"operator has none: a kernel registered for `{wanted.name}` (m.impl(\"{wanted.name}\", ...)) "
+                        "would find no schema to serve (lesson 01, the grammar table: overloads)")
     names, wanted_names = [a.name for a in yours.arguments], [a.name for a in wanted.arguments]
     for want in wanted.arguments:
         have = next((a for a in yours.arguments if a.name == want.name), None)

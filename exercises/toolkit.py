@@ -128,6 +128,13 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
     if changed := [node.lineno for node in ast.walk(tree) if _changes(node, name)]:
         raise Diagnosis(f"line {changed[0]} of your file changes {name} after it is written: the check reads {name} "
                         f"from your file without running it, so {name} must be one literal, {what}, not changed later")
+    written = next(node for node in tree.body if getattr(node, "value", None) is values[-1])
+    targets = written.targets if isinstance(written, ast.Assign) else [written.target]
+    the_literals_own = {id(n) for target in targets for n in ast.walk(target)}
+    if rebound := sorted(getattr(node, "lineno", 0) for node in ast.walk(tree)
+                         if _rebinds(node, name) and id(node) not in the_literals_own):
+        raise Diagnosis(f"line {rebound[0]} of your file could set {name} otherwise when the file runs: the check reads "
+                        f"{name} from your file without running it, so {name} must be one literal, {what}, set once")
     try:
         value = ast.literal_eval(values[-1])
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -136,6 +143,18 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
     if not valid(value):
         raise Diagnosis(f"{name} (line {values[-1].lineno} of your file) must be {what}")
     return value
+
+
+def _rebinds(node: ast.AST, name: str) -> bool:
+    """Whether `node` may give `name` a value when the file runs: an assignment to it anywhere (in an `if`, a loop, a
+    function, a `with`), a `del`, a `global` statement, an import as it, or a way to set a name from its text
+    (globals(), vars(), exec, setattr)."""
+    if isinstance(node, ast.Name):
+        return (node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
+                or node.id in ("globals", "vars", "locals", "exec", "eval", "setattr"))
+    if isinstance(node, ast.Global):
+        return name in node.names
+    return isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name
 
 
 def _changes(node: ast.AST, name: str) -> bool:

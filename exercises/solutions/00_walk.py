@@ -3,10 +3,10 @@
 Write `kernels(op, *args)`: the dispatch keys whose kernels the dispatcher calls for op(*args), here and now, highest
 priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not helpers.trace. The check
 compares your list with the dispatcher's for aten's and the workbook's operators and operators defined from Python,
-composite, in-place and view ones and factory functions (no tensor argument) included, on CPU, meta, sparse and
-conjugated complex tensors, mixed ones and lists of them, inside torch.no_grad(), torch.inference_mode(),
-torch.autocast("cpu"), a TorchDispatchMode and torch._C._AutoDispatchBelowADInplaceOrView(), and for two calls made
-again after a registration changed their operators (one of them aten's).
+composite, in-place and view ones, factory functions and an operator with no tensor argument at all included, on
+CPU, meta, sparse (COO and CSR) and conjugated complex tensors, mixed ones and lists of them, inside torch.no_grad(),
+torch.inference_mode(), torch.autocast("cpu"), a TorchDispatchMode and torch._C._AutoDispatchBelowADInplaceOrView(),
+and for two calls made again after a registration changed their operators (one of them aten's).
 """
 
 import torch
@@ -66,4 +66,7 @@ def kernels(op, *args) -> list[str]:
         if name not in listed:  # no entry: the dispatcher raises "could not run" here
             break
         keyset = keyset & C._dispatch_keyset_full_after(key)
+    else:  # no key left and nothing ended the call: the table's Undefined entry (no tensor argument, say)
+        if "Undefined" in listed:
+            path.append("Undefined")
     return path

@@ -425,6 +425,26 @@ def _softplus2_error(error: Exception, key: str) -> str:
     return f"{type(error).__name__}: {str(error).split('. ')[0][:200]}."
 
 
+def _softplus2_fresh_outputs(op) -> list[str]:
+    """A new output per call, computed from the input it is given: calls on tensors that reuse the memory, and the
+    id, of earlier ones, and two calls on one tensor."""
+    for value in (0.25, -1.5, 2.0, 0.75):
+        x = torch.full((4,), value)  # the memory (and often the id) of the previous iteration's x
+        out = op(x)
+        expected = torch.log1p(torch.exp(2 * x.double())) / 2
+        if not torch.allclose(out.double(), expected):
+            return [f"a call on a new tensor of {value}s, made where an earlier tensor was freed: "
+                    f"{out[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: an output computed "
+                    "for another input (a cache keyed on id(), a data pointer or a version is one of them)"]
+        del x, out
+    x = torch.randn(3)
+    first, second = op(x), op(x)
+    if first is second or first.untyped_storage()._cdata == second.untyped_storage()._cdata:
+        return ["two calls on one tensor gave the same output tensor: a caller that writes into the first (out += 1) "
+                "changes the second, and the schema promises a new tensor per call"]
+    return []
+
+
 def _softplus2_on_fake_tensors(op) -> list[str]:
     """softplus2 on fake tensors, as torch.compile and torch.export trace it: a CPU device, a shape and a dtype, and no
     values to read."""
@@ -469,9 +489,14 @@ def composite_key(path: Path) -> Result:
                                   torch.tensor([-20.0, -9.0, -1.0, 0.0, 1.0, 3.0, 12.0, 100.0], dtype=torch.float64),
                                   nullcontext),
                                  ("a transposed CPU tensor", torch.randn(3, 2).t(), nullcontext),
+                                 ("a channels_last CPU tensor", torch.randn(2, 3, 2, 2).contiguous(
+                                     memory_format=torch.channels_last), nullcontext),
+                                 ("an expanded CPU tensor (stride 0)", torch.randn(1, 3).expand(2, 3), nullcontext),
                                  ("an empty CPU tensor", torch.randn(0, 2), nullcontext),
+                                 ("an empty float64 CPU tensor", torch.randn(0, 2, dtype=torch.float64), nullcontext),
                                  ("meta tensors (what torch.compile and torch.export trace with)",
                                   torch.empty(3, device="meta"), nullcontext),
+                                 ("an empty meta tensor", torch.empty(0, 2, device="meta"), nullcontext),
                                  ("inside torch.inference_mode()", torch.randn(3), torch.inference_mode)]:
             given = x.clone()
             default_dtype = torch.get_default_dtype()
@@ -498,6 +523,10 @@ def composite_key(path: Path) -> Result:
                                 "`(a!)`; lesson 01)")
             elif out is x or out.untyped_storage()._cdata == x.untyped_storage()._cdata:
                 problems.append(f"{what}: the output shares the input's storage, and the schema promises a new tensor")
+            elif x.device.type != "meta" and out.numel() > 1 and out.stride() != (
+                    reference := torch.log1p(torch.exp(2 * x)) / 2).stride():
+                problems.append(f"{what}: the output has strides {list(out.stride())}, where torch's elementwise "
+                                f"operations give {list(reference.stride())}: they keep the input's memory format")
             elif x.device.type != "meta" and not torch.allclose(out, expected, rtol=precision, atol=0):
                 worst, digits = ((out.double() - expected.double()).abs() / expected.double()).argmax(), (
                     17 if x.dtype == torch.float64 else 9)  # enough to tell two values of the dtype apart
@@ -508,6 +537,8 @@ def composite_key(path: Path) -> Result:
             if grad_mode_changed:
                 problems.append(f"{what}: grad mode changed in the call; a kernel must leave the caller's thread-local "
                                 "state as it found it (lesson 00, section 2)")
+        if not problems:
+            problems += _softplus2_fresh_outputs(op)
         if not problems:  # where meta tensors fail, fake ones do too: that is said already
             problems += _softplus2_on_fake_tensors(op)
         # Whether autograd saw the operations inside the kernel, read from the dispatch table, not from the fallback's
@@ -526,6 +557,11 @@ def composite_key(path: Path) -> Result:
             except (NotImplementedError, RuntimeError) as error:
                 problems.append(f"a gradient: {_softplus2_error(error, answer.KEY)}")
             else:
+                empty = torch.empty(0, requires_grad=True)
+                with contextlib.suppress(NotImplementedError, RuntimeError):  # told above
+                    if not op(empty).requires_grad:
+                        problems.append("an empty input that requires grad: the output does not, so the graph stops "
+                                        "there (an empty batch is still part of the model)")
                 if grad is None:
                     problems.append("no gradient: the output has no grad_fn")
                 elif not torch.allclose(grad, torch.sigmoid(2 * x.detach())):
@@ -564,7 +600,8 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
             (tensor((3, 2), f32).t(), tensor((4, 2), f32)[:, 0]), (tensor((2, 1, 3), f32), tensor(2, f64)),
             (tensor(2, f32), tensor((3, 1, 2), f32).transpose(0, 2)),
             (channels_last := tensor((2, 3, 2, 2), f32).contiguous(memory_format=torch.channels_last), tensor((), f32)),
-            (channels_last, tensor(2, f64))]
+            (channels_last, tensor(2, f64)),
+            (tensor(1, f64), tensor(3, f32))]  # one element, yet a dimension: its dtype weighs as much as b's
 
 
 def _described(tensor: torch.Tensor) -> str:
@@ -602,6 +639,53 @@ def _innermost(error: BaseException) -> BaseException:
 _SYMBOLS = "lesson 01, 'Sizes are SymInt', and lesson 02, section 2 (csrc/meta.cpp)"
 
 
+def _outer_unbacked(outer) -> str | None:
+    """outer on a fake tensor whose size is an unbacked symbol: the count of x[x > 0], which no trace knows. A kernel
+    that branches on such a size (size == 0) cannot be traced; one that computes with it can."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    with mode:
+        count = mode.shape_env.create_unbacked_symint()
+        torch._check_is_size(count)
+        try:
+            out = outer(torch.empty(count), torch.empty(3))
+        except Exception as error:  # noqa: BLE001 - a C++ exception arrives as whichever Python error torch maps it to
+            return (f"on a tensor whose size is unknown while tracing (the count of x[x > 0]), your Meta kernel raised "
+                    f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}: a kernel that reads a size as "
+                    f"a number, or decides on its value (== 0, say), cannot be traced where no value exists "
+                    f"({_SYMBOLS})")
+    if out.dim() != 2:
+        return f"on a tensor whose size is unknown while tracing, your Meta kernel returns {out.dim()} dimensions, not 2"
+    return None
+
+
+def _outer_in_threads(outer) -> str | None:
+    """Four threads tracing shapes at once, as torch.compile in several threads or a serving process does: each call
+    must get its own output's sizes, with nothing shared between calls."""
+    import threading
+
+    wrong = []
+
+    def trace(n):
+        a, b = torch.empty(n, n + 1, device="meta"), torch.empty(n + 2, device="meta")
+        for _ in range(3000):
+            if (shape := tuple(outer(a, b).shape)) != (n, n + 1, n + 2):
+                wrong.append(f"{(n, n + 1)} and {(n + 2,)} gave {shape}")
+                return
+
+    threads = [threading.Thread(target=trace, args=(n,)) for n in (2, 5, 9, 13)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if wrong:
+        return (f"called from four threads at once, on meta tensors, your Meta kernel gave a wrong shape ({wrong[0]}): "
+                "something in it is shared between calls (a static variable?), and calls in two threads overwrite it")
+    return None
+
+
 @exercise("02.meta_kernel", "hard")
 def meta_kernel(path: Path) -> Result:
     load_cpp("exercise02_outer", path, label="your 02_meta_kernel.cpp")
@@ -636,7 +720,7 @@ def meta_kernel(path: Path) -> Result:
     meta = torch.device("meta")
     for a, b in [(torch.ones(3, dtype=torch.int64, device=meta), torch.ones(2, device=meta)),
                  (torch.ones(3, device=meta), torch.ones(2, dtype=torch.half, device=meta)),
-                 (torch.ones(3), torch.ones(2, device=meta))]:
+                 (torch.ones(3), torch.ones(2, device=meta)), (torch.tensor(2.0), torch.ones(2, device=meta))]:
         try:
             kernel_at("CPU")(a, b)
             continue  # the CPU kernel takes them (the first check above says if it should not)
@@ -667,8 +751,10 @@ def meta_kernel(path: Path) -> Result:
         return Result(False, f"torch.compile(dynamic=True) compiled {counter.frame_count} times for 3 sizes, not once: "
                              "your Meta kernel turned a symbolic size into a number, and the compiled graph had to be "
                              f"specialized to it ({_SYMBOLS})")
+    if problem := _outer_unbacked(outer) or _outer_in_threads(outer):
+        return Result(False, problem)
     return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
-                        "its refusals, and one compile for three sizes")
+                        "its refusals, one compile for three sizes, a size no trace knows, and four threads at once")
 
 
 # ---------------------------------------------------------------------------------------------

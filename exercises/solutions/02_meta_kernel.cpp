@@ -7,7 +7,8 @@
 // transposed and channels_last ones included, with every pair of dtypes the CPU kernel accepts, and compares its
 // output with the CPU kernel's (shape, dtype, device, strides; a new tensor, not a view of an input). It must refuse
 // what the CPU kernel refuses (the check tries other dtypes, and a CPU tensor with a meta one). Under
-// torch.compile(dynamic=True) sizes are symbols: the check compiles a function that calls it once, for three sizes.
+// torch.compile(dynamic=True) sizes are symbols: the check compiles a function that calls it once, for three sizes,
+// and calls it on a size no trace knows (the count of x[x > 0], an unbacked symbol) and from four threads at once.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>

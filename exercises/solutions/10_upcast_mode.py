@@ -1,0 +1,63 @@
+"""Exercise 10.upcast_mode (medium): a mode that runs half-precision calls in float32.
+
+Some kernels have no float16 or bfloat16 code (the check's own operators refuse both). Write `Upcast`, a
+TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and no caller notices the difference:
+
+- each float16 or bfloat16 tensor argument, positional or keyword, reaches the kernel as a float32 copy; every other
+  argument (float32, float64, integer and bool tensors, numbers) reaches it as it is;
+- each floating-point output comes back in the call's half-precision dtype (the check's calls have one: float16 or
+  bfloat16); every other output comes back as the kernel returned it;
+- an argument the operator writes (`Tensor(a!)`: in place, or out=) holds the result afterwards, and an output that is
+  that argument is the caller's tensor itself, as it would be without the mode;
+- an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view) runs as it is: a view
+  of a float32 copy would share nothing with the caller's tensor.
+
+The check calls operators of its own (Python kernels in namespace `exercise`: plain, in place, out=, a view, several
+outputs, keyword arguments) and aten's, in float16 and in bfloat16, under your mode, and compares each call with the
+same call in float32 without it.
+"""
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+HALF = (torch.float16, torch.bfloat16)
+
+
+def _float32(value):
+    return value.float() if isinstance(value, torch.Tensor) and value.dtype in HALF else value
+
+
+class Upcast(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        schema = func._schema
+        halves = {value.dtype for value in tree_flatten((args, kwargs))[0]
+                  if isinstance(value, torch.Tensor) and value.dtype in HALF}
+        # A view's output shares the caller's storage: it cannot be computed on a copy (the schema says which).
+        views = any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+        if not halves or views:
+            return func(*args, **kwargs)
+        (half,) = halves
+        # The mode is off while this method runs: .float() and copy_ below go straight to their kernels.
+        upcast_args, upcast_kwargs = tree_map(_float32, args), tree_map(_float32, kwargs)
+        result = func(*upcast_args, **upcast_kwargs)
+        # The arguments the schema marks written: the caller's tensor takes the result, and stands for its copy.
+        originals = {}
+        for position, argument in enumerate(schema.arguments):
+            if argument.alias_info is None or not argument.alias_info.is_write:
+                continue
+            given, sent = ((args[position], upcast_args[position]) if position < len(args) else
+                           (kwargs.get(argument.name), upcast_kwargs.get(argument.name)))
+            if isinstance(given, torch.Tensor) and sent is not given:
+                given.copy_(sent)
+                originals[id(sent)] = given
+
+        def back(value):
+            if not isinstance(value, torch.Tensor):
+                return value
+            if id(value) in originals:
+                return originals[id(value)]
+            return value.to(half) if value.is_floating_point() else value
+
+        return tree_map(back, result)

@@ -651,13 +651,13 @@ def _outer_unbacked(outer) -> str | None:
         torch._check_is_size(count)
         try:
             out = outer(torch.empty(count), torch.empty(3))
-        except Exception as error:  # noqa: BLE001 - a C++ exception arrives as whichever Python error torch maps it to
+        except Exception as error:  # noqa: BLE001 - a C++ exception arrives as any Python error torch maps it to
             return (f"on a tensor whose size is unknown while tracing (the count of x[x > 0]), your Meta kernel raised "
-                    f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}: a kernel that reads a size as "
-                    f"a number, or decides on its value (== 0, say), cannot be traced where no value exists "
+                    f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}: a kernel that reads a size "
+                    f"as a number, or decides on its value (== 0, say), cannot be traced where no value exists "
                     f"({_SYMBOLS})")
     if out.dim() != 2:
-        return f"on a tensor whose size is unknown while tracing, your Meta kernel returns {out.dim()} dimensions, not 2"
+        return f"on a tensor whose size is unknown while tracing, your kernel returns {out.dim()} dimensions, not 2"
     return None
 
 
@@ -812,6 +812,11 @@ def fallthrough(path: Path) -> Result:
 
     with operator("count_odd(Tensor x) -> Tensor", count_odd) as definition:
         definition.impl("count_odd", lambda x: torch.empty((), dtype=torch.int64, device="meta"), "Meta")
+        # A neighbour in the namespace, with a gradient: what register does to count_odd must not reach it.
+        definition.define("doubled(Tensor x) -> Tensor")
+        definition.impl("doubled", lambda x: x * 2, "CPU")
+        torch.library.register_autograd("exercise::doubled", lambda ctx, grad: grad * 2, lib=definition)
+        neighbour = trace.dispatch_table("exercise::doubled")
         op = torch.ops.exercise.count_odd
         before, mode = trace.dispatch_table(op), torch._C._get_autograd_fallback_mode()
         library = torch.library.Library("exercise", "FRAGMENT")  # the reader's, apart from the definition's
@@ -824,6 +829,10 @@ def fallthrough(path: Path) -> Result:
                                  "section 2: thread-local state). The registration must change count_odd's dispatch "
                                  "table only.")
         table = trace.dispatch_table(op)
+        if trace.dispatch_table("exercise::doubled") != neighbour:
+            return Result(False, "register changed the dispatch table of exercise::doubled, another operator of the "
+                                 "namespace, too: it loses its gradient (its Autograd keys fall through). The "
+                                 "registration must change count_odd's dispatch table only (lesson 03, section 2).")
         if torch._C._get_autograd_fallback_mode() != mode:
             return Result(False, f"register changed torch's autograd fallback mode from {mode!r} to "
                                  f"{torch._C._get_autograd_fallback_mode()!r}: a process-wide mode, for every operator "
@@ -1044,10 +1053,36 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
             problems.append("inside a TorchDispatchMode add_ did not write x + other into its first argument and hand "
                             "it back with a history")
     if not problems:
+        problems += _inplace_writes_after_the_call(op)
+    if not problems:
         args = tuple(torch.randn(3, dtype=torch.float64, requires_grad=True) for _ in range(2))
         if not torch.autograd.gradcheck(lambda a, b: op(a.clone(), b), args, raise_exception=False):
             problems.append("gradcheck failed")
     return problems
+
+
+def _inplace_writes_after_the_call(op) -> list[str]:
+    """Backward after later writes: two add_ in a row into one tensor (an accumulation loop), and `other` written in
+    place after the call. The gradient of x + other needs neither tensor's values, and torch's add_ gives it."""
+    x, a, b = (torch.ones(3, requires_grad=True) for _ in range(3))
+    y = x.clone()
+    op(y, a)
+    op(y, b)
+    w = torch.ones(3, requires_grad=True)
+    other = w * 1
+    z = torch.ones(3, requires_grad=True).clone()
+    op(z, other)
+    other.mul_(0)
+    for what, result, wanted in (("two add_ calls in a row into one tensor", 2 * y, (x, a, b)),
+                                 ("`other` written in place after the call", z, (w,))):
+        try:
+            grads = torch.autograd.grad(result.sum(), wanted)
+        except RuntimeError as error:
+            return [f"{what}: backward failed: {str(error).splitlines()[0][:160]}. The gradient of x + other needs "
+                    "neither tensor's values: forward saves what backward reads, and nothing else"]
+        if not all(torch.equal(grad, torch.full((3,), 2.0 if result is not z else 1.0)) for grad in grads):
+            return [f"{what}: gradients {[grad.tolist() for grad in grads]}"]
+    return []
 
 
 def _inplace_after_a_refused_call(op) -> list[str]:
@@ -1099,6 +1134,26 @@ def _inplace_target_without_grad(op) -> list[str]:
         except RuntimeError:
             pass
     return problems
+
+
+def _exported(function, *args) -> str | None:
+    """torch.export of a model that calls `function`: export traces at the PreDispatch key, above autograd, so an
+    Autograd kernel that hands the call on with keys above its own still in the keyset gets it back, for ever."""
+    class Model(torch.nn.Module):
+        def forward(self, *inputs):
+            return function(*inputs)
+
+    try:
+        torch.export.export(Model(), args)
+    except RecursionError:
+        return ("torch.export of a model that calls it: the call came back to the Autograd kernel again and again "
+                "(RecursionError). Export traces at PreDispatch, a key above autograd: the keyset handed on below "
+                "autograd must hold no key above it either")
+    except Exception as error:  # noqa: BLE001 - export wraps whatever the kernels raise
+        cause = _innermost(error)
+        return (f"torch.export of a model that calls it failed: {type(cause).__name__}: "
+                f"{str(cause).strip().splitlines()[0][:200]}")
+    return None
 
 
 @exercise("03.inplace_autograd", "hard")
@@ -1158,6 +1213,9 @@ def inplace_autograd(path: Path) -> Result:
             problems.append("under torch.no_grad() add_ no longer adds")
         elif z._version == 0:
             problems.append("under torch.no_grad() add_ wrote into z, and z's version counter did not move")
+        if not problems and (told := _exported(lambda x, other: op(x.clone(), other) * 2,
+                                               torch.randn(3, requires_grad=True), torch.randn(3))):
+            problems.append(told)
     hint = "\nLook again at lesson 03, section 4 (in-place operators and gradients)." if problems else ""
     return Result(not problems, "\n".join(problems) + hint if problems else "both inputs get their gradients, and "
                                                                              "the version counter moves")
@@ -1188,6 +1246,13 @@ _CUBE_SAMPLES = [
 ]
 _CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5}  # each dtype's own precision, with room for rounding order
 _CUBE_DIFFERENTIABLE = "lesson 04, section 1: a backward that calls operators through the dispatcher"
+
+
+def _real_cube(x):
+    # Real floating-point x only: the task's gradients are real ones (a complex x would need the conjugate: torch's
+    # convention for complex gradients, which lesson 04 does not teach).
+    torch._check(x.is_floating_point(), lambda: f"exercise::cube: a real floating-point x, not {x.dtype}")
+    return x**3
 
 
 def _cube_samples(cube) -> str | None:
@@ -1291,6 +1356,16 @@ def _cube_beyond_the_samples(cube) -> str | None:
                 f"{_values(grad)}, right {_values(3 * x.detach() ** 2)} for the new x {_values(x.detach())}. Your "
                 "backward used something computed before the change: what backward needs comes from what this "
                 "forward saved, each time (lesson 04, section 1: what forward saves).")
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    out = cube(x)
+    out.add_(1)  # the output written in place after forward: its gradient needs x alone, and torch's x ** 3 gives it
+    try:
+        (grad,) = torch.autograd.grad(out.sum(), x)
+    except RuntimeError as error:
+        return (f"cube's output written in place after forward (out.add_(1)), then backward: "
+                f"{str(error).splitlines()[0][:160]}. d(x ** 3)/dx needs x, not the output: forward saves what "
+                "backward reads, and a saved output that the caller writes into makes backward refuse (lesson 04, "
+                "section 1: what forward saves).")
     x = torch.tensor([0.5, -1.0, 0.0, 2.0], dtype=torch.float64, requires_grad=True)
     (grad,) = torch.autograd.grad(cube(x).sum(), x, create_graph=True)  # double backward: d/dx of the gradient
     if not grad.requires_grad:
@@ -1315,8 +1390,8 @@ def _cube_beyond_the_samples(cube) -> str | None:
 @exercise("04.backward", "medium")
 def backward(path: Path) -> Result:
     answer = load_python(path)
-    with operator("cube(Tensor x) -> Tensor", lambda x: x**3) as library:
-        library.impl("cube", lambda x: x**3, "Meta")
+    with operator("cube(Tensor x) -> Tensor", _real_cube) as library:
+        library.impl("cube", _real_cube, "Meta")
         torch.library.register_autograd("exercise::cube", answer.backward, setup_context=answer.setup_context,
                                         lib=library)
         cube = torch.ops.exercise.cube
@@ -1479,6 +1554,8 @@ def redispatch(path: Path) -> Result:
             return Result(False, f"on a sparse CSR tensor, which no kernel of scale2's takes (the call raises): {left}")
         except (RuntimeError, NotImplementedError):
             pass
+        if told := _exported(lambda x: op(x) * 2, torch.randn(3, requires_grad=True)):
+            return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
                             "mode's key and those of conjugate and negative views kept, with a gradient; the thread's "
                             "state as it was, after a refused call too")

@@ -133,8 +133,9 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
     the_literals_own = {id(n) for target in targets for n in ast.walk(target)}
     if rebound := sorted(getattr(node, "lineno", 0) for node in ast.walk(tree)
                          if _rebinds(node, name) and id(node) not in the_literals_own):
-        raise Diagnosis(f"line {rebound[0]} of your file could set {name} otherwise when the file runs: the check reads "
-                        f"{name} from your file without running it, so {name} must be one literal, {what}, set once")
+        raise Diagnosis(f"line {rebound[0]} of your file could set {name} otherwise when the file runs: the check "
+                        f"reads {name} from your file without running it, so {name} must be one literal, {what}, set "
+                        "once")
     try:
         value = ast.literal_eval(values[-1])
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

@@ -279,5 +279,6 @@ def test_a_register_torch_dispatch_rule_is_named_at_the_python_step(workbook):
         torch.library.register_torch_dispatch("workbook::matmul", Mode, matmul_rule, lib=library)
         with Mode():
             t = trace.call(workbook.matmul, torch.randn(2, 3), torch.randn(3, 4))
-    assert next(step for step in t.predicted if step.key == "Python").handled_by == "matmul_rule (register_torch_dispatch)"
+    python = next(step for step in t.predicted if step.key == "Python")
+    assert python.handled_by == "matmul_rule (register_torch_dispatch)"
     assert rules == [workbook.matmul.default] and t.agrees

@@ -1501,9 +1501,10 @@ def redispatch(path: Path) -> Result:
                                          f"00, section 2: thread-local state).\nLook again at {_PASSING_ON}")
                 if told := _redispatch_refused(error):
                     return Result(False, f"on {what}: {told}")
-                return Result(False, f"on {what}: {type(error).__name__}: {str(error).splitlines()[0][:200]}. The "
-                                     f"call below autograd must keep the call's own backend.\nLook again at "
-                                     f"{_PASSING_ON}")
+                return Result(False, f"on {what}: {type(error).__name__}: {str(error).splitlines()[0][:200]}. On "
+                                     f"such a tensor, forward must not read what it lacks (data, sizes, strides): "
+                                     f"the call below autograd, on the call's own backend, is all it needs.\nLook "
+                                     f"again at {_PASSING_ON}")
             if len(autograd_runs) > 1:
                 return Result(False, f"on {what} your Autograd kernel ran {len(autograd_runs)} times for one call: the "
                                      "call in forward came back to it, with a keyset that still held an Autograd key "
@@ -1554,6 +1555,13 @@ def redispatch(path: Path) -> Result:
             return Result(False, f"on a sparse CSR tensor, which no kernel of scale2's takes (the call raises): {left}")
         except (RuntimeError, NotImplementedError):
             pass
+        x = torch.ones(3)
+        first = op(x)
+        first.add_(1)  # the caller's to write into: a new tensor, as the schema promises
+        if not torch.equal(second := op(x), torch.full((3,), 2.0)) or second is first:
+            return Result(False, f"scale2(x), then the caller wrote into that output (out.add_(1)), then scale2(x) "
+                                 f"again: {second.tolist()}, where 2x is [2, 2, 2]. Each call computes its own output; "
+                                 "one kept from an earlier call is the caller's, to change")
         if told := _exported(lambda x: op(x) * 2, torch.randn(3, requires_grad=True)):
             return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "

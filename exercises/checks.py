@@ -1629,6 +1629,11 @@ def register_autocast(path: Path) -> Result:
                 return (f"{what} returned {out.dtype}: autocast casts only eligible inputs, floating point and not "
                         "float64; the others run as they are (lesson 05, section 2: what cached_cast casts; section "
                         "7: register_autocast's casts)")
+            if out.dtype != dtype and received[-1] == (dtype, dtype):
+                return (f"{what} returned {out.dtype}, though mm2's CPU kernel received {_dtype_names(received[-1])}: "
+                        "the torch operations inside that kernel were autocast again, to the region's dtype. Your "
+                        "kernel handed the call on with AutocastCPU still on for the calls below it (lesson 05, "
+                        "section 4: why the guard)")
             if out.dtype != dtype and "float16" in where:
                 return (f"{what} returned {out.dtype}: the task's casts are to bfloat16, whatever the region's dtype "
                         "(lesson 05, section 7: the dtype register_autocast casts to)")
@@ -1706,6 +1711,7 @@ def register_autocast(path: Path) -> Result:
             with torch.autocast("cpu", dtype=torch.float16):
                 problem = call("in a region of float16 (torch.autocast(\"cpu\", dtype=torch.float16))", activation,
                                weight32, torch.bfloat16)
+        problem = problem or _mm2_saved_activations(op) or _mm2_parameters_freed(op)
         if problem:
             return Result(False, problem)
         library._destroy()
@@ -1719,6 +1725,45 @@ def register_autocast(path: Path) -> Result:
                             "weight's and a parameter's new values in a second region, and in bfloat16 in a float16 "
                             "region; a refused call left the thread's state as it was; the registration lives in your "
                             "Library")
+
+
+def _mm2_saved_activations(op) -> str | None:
+    """Two calls in one region on two activations, then the first call's backward: it needs the first activation's
+    cast, as the first call made it, whatever the second call did."""
+    weight = torch.randn(3, 4, requires_grad=True)
+    first, second = torch.randn(2, 3), torch.randn(2, 3)
+    with torch.autocast("cpu"):
+        out = op(first, weight)
+        op(second, weight)
+    (grad,) = torch.autograd.grad(out.float().sum(), weight)
+    expected = first.bfloat16().float().t() @ torch.ones(2, 4)
+    if not torch.allclose(grad.float(), expected, rtol=1e-2, atol=1e-2):
+        return ("in one region, mm2(first, w) then mm2(second, w), then the first call's backward: the weight's "
+                "gradient is not the first activation's (transposed, times the output's gradient): the first call's "
+                "cast of its activation was changed by the second call. Each call's casts are its own, kept for its "
+                "backward (lesson 05, section 5: which casts torch keeps, and for how long)")
+    return None
+
+
+def _mm2_parameters_freed(op) -> str | None:
+    """Parameters made, used in a region and dropped, twenty times (models built and thrown away, as in a sweep): none
+    may stay alive through something the autocast kernel kept."""
+    import gc
+    import weakref
+
+    activation, alive = torch.randn(2, 3), []
+    for _ in range(20):
+        parameter = torch.nn.Parameter(torch.randn(3, 4))
+        with torch.autocast("cpu"):
+            op(activation, parameter)
+        alive.append(weakref.ref(parameter))
+        del parameter
+    gc.collect()
+    if kept := sum(reference() is not None for reference in alive):
+        return (f"{kept} of 20 parameters, each used in a region and then dropped, are still alive: something the "
+                "autocast kernel kept (a cache of casts?) holds them, and their memory, for the life of the process. "
+                "torch's own cache of casts lives for one region (lesson 05, section 5)")
+    return None
 
 
 def _autocast_guard_crash(path: Path) -> str:

@@ -1775,8 +1775,11 @@ def _autocast_guard_crash(path: Path) -> str:
     if mentions(path, r"ExcludeDispatchKeyGuard\s*[({]"):
         return ("Your guard is a temporary: `ExcludeDispatchKeyGuard(...);` with no name is destroyed at the end of "
                 "that statement, before the call it was meant to cover. A guard works while its variable lives.")
-    return ("A stack overflow: your AutocastCPU kernel calls the operator again while AutocastCPU is still in the "
-            "call's keyset, so the dispatcher sends the call back to the same kernel, forever (lesson 05, section 4).")
+    return ("Your kernel crashed the process. The likeliest cause, a stack overflow: your AutocastCPU kernel calls the "
+            "operator again while AutocastCPU is still in the call's keyset, so the dispatcher sends the call back to "
+            "the same kernel, forever (lesson 05, section 4). Other causes of such a crash: memory read after it was "
+            "freed (a TensorList that refers to a vector that is gone), or memory two threads write at once (a static "
+            "variable shared by every call).")
 
 
 _F32, _BF16, _F16, _F64 = torch.float32, torch.bfloat16, torch.float16, torch.float64
@@ -1965,11 +1968,60 @@ def autocast_guard(path: Path) -> Result:
         with torch.no_grad():
             for x in inputs[0]:
                 x.mul_(2)
-    problem = None
-    return Result(False, problem) if problem else Result(True, (
+    if problem := _sum_squares_fresh_tensors(op) or _sum_squares_in_threads(op):
+        return Result(False, problem)
+    return Result(True, (
         "float32 below autocast for every eligible input, xs and scale, twice in one region and again in a second "
         "one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's dispatch "
-        "state as it was"))
+        "state as it was; new tensors in freed memory, and four threads at once"))
+
+
+def _sum_squares_expected(xs) -> torch.Tensor:
+    return sum(x.detach().float() * x.detach().float() for x in xs)
+
+
+def _sum_squares_fresh_tensors(op) -> str | None:
+    """Calls in a region on new bfloat16 tensors that take the memory of freed ones (a data loader's batches): each
+    call must cast the tensors it is given."""
+    generator = torch.Generator().manual_seed(0)
+    for step in range(20):
+        xs = [torch.randn(1000, generator=generator).bfloat16() for _ in range(3)]  # a new batch each step
+        with torch.autocast("cpu"):
+            out = op(xs, None)
+        if not torch.allclose(out.float(), expected := _sum_squares_expected(xs)):
+            worst = (out.float() - expected).abs().argmax()
+            return (f"in a region, a new batch of bfloat16 tensors at step {step + 1} of 20, made where earlier ones "
+                    f"were freed: {out[worst].item():g} where the sum of squares is {expected[worst].item():g}: a cast "
+                    "kept from another tensor (a cache keyed on a TensorImpl*, a data pointer or a version is one) was "
+                    "used for this one. Each call casts its own inputs (lesson 05, section 5: which casts torch keeps)")
+        del xs, out
+    return None
+
+
+def _sum_squares_in_threads(op) -> str | None:
+    """Four threads, each in a region of its own (autocast is per thread), calling at once, as a server does."""
+    import threading
+
+    wrong = []
+
+    def calls(value):
+        xs = [torch.full((64,), value, dtype=_BF16), torch.full((64,), value, dtype=_F16)]
+        expected = _sum_squares_expected(xs)
+        with torch.autocast("cpu"), torch.no_grad():
+            for _ in range(300):
+                if not torch.allclose(out := op(xs, None).float(), expected):
+                    wrong.append(f"{out[0].item():g} where the sum of squares is {expected[0].item():g}")
+                    return
+
+    threads = [threading.Thread(target=calls, args=(value,)) for value in (1.0, 2.0, 3.0, 4.0)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if wrong:
+        return (f"four threads, each in its own region, calling at once: {wrong[0]}: something in your kernel is shared "
+                "between calls (a static variable?), and two threads' calls overwrite it")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,12 +1,12 @@
 """Exercise 06.fake_kernel (medium): a fake kernel that opcheck accepts.
 
 `exercise::stack2(Tensor a, Tensor b) -> Tensor` stacks two tensors of the same shape into one with a new first
-dimension of size 2 (torch.stack([a, b])). a and b may differ in dtype: the output has the dtype they promote to,
-as torch.stack's. Its CPU kernel is registered. Its fake kernel (what torch.compile and
-torch.export run on fake tensors) must return an empty tensor of the real output's shape, dtype, device and strides,
-for any dtype and any layout of the inputs, and for symbolic sizes (torch.compile(dynamic=True) and torch.export with a
-Dim pass them): one compile must serve every size. The check runs it on meta tensors and on fake tensors with symbolic
-sizes, and opcheck on the real ones.
+dimension of size 2 (torch.stack([a, b])). a and b may differ in dtype: the output has the dtype they promote to, as
+torch.stack's. Its CPU kernel is registered. Its fake kernel (what torch.compile and torch.export run on fake tensors)
+must return an empty tensor of the real output's shape, dtype, device and strides, for any dtype and any layout of the
+inputs, and for symbolic sizes (torch.compile(dynamic=True) and torch.export with a Dim pass them): one compile must
+serve every size. It must refuse what the real kernel refuses (two shapes). The check runs it on meta tensors and on
+fake tensors with symbolic sizes, and opcheck on the real ones.
 """
 
 import torch

@@ -2100,7 +2100,9 @@ def fake_kernel(path: Path) -> Result:
              pair(torch.arange(6, dtype=torch.uint8), torch.arange(6, dtype=torch.int8)),
              # Sliced channels_last tensors: not dense, yet their strides' order is channels_last's.
              pair(channels_last[..., ::2], channels_last.clone()[..., ::2]),
-             pair(channels_last[:, :2], channels_last.clone()[:, :2])]
+             pair(channels_last[:, :2], channels_last.clone()[:, :2]),
+             # Both sliced, and of two dtypes that promote to a third: a cast of each first makes dense copies.
+             pair(channels_last.half()[..., ::2], channels_last.bfloat16()[..., ::2])]
     with operator("stack2(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.stack([a, b])) as library:
         torch.library.register_fake("exercise::stack2", load_python(path).fake, lib=library)
         op = torch.ops.exercise.stack2.default
@@ -2137,6 +2139,16 @@ def fake_kernel(path: Path) -> Result:
             if failed:
                 return Result(False, f"{inputs} ({strides}): opcheck's {', '.join(failed)} failed: the fake output "
                                      "must match the real one's shape, dtype, device and strides")
+        for a, b in [(torch.randn(3, 4), torch.randn(5, 4)), (torch.randn(2, 3), torch.randn(3, 2)),
+                     (torch.randn(4), torch.randn(5))]:  # shapes the real kernel refuses
+            try:
+                op(a.to("meta"), b.to("meta"))
+            except Exception:  # noqa: BLE001 - any error refuses the call, as the real kernel's does
+                continue
+            return Result(False, f"for shapes {list(a.shape)} and {list(b.shape)}, which the real kernel refuses (it "
+                                 "stacks tensors of one shape), your fake kernel returns a tensor: torch.export and "
+                                 "torch.compile would trace a call that fails only when it runs. A fake kernel "
+                                 "refuses what the real one refuses (lesson 06, sections 1 and 3)")
         symbolic = [("two float32 tensors", torch.randn(3, 4), None),
                     ("two channels_last float32 tensors", channels_last, None),
                     ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),

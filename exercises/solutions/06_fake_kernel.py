@@ -1,22 +1,31 @@
 """Exercise 06.fake_kernel (medium): a fake kernel that opcheck accepts.
 
 `exercise::stack2(Tensor a, Tensor b) -> Tensor` stacks two tensors of the same shape into one with a new first
-dimension of size 2 (torch.stack([a, b])). a and b may differ in dtype: the output has the dtype they promote to,
-as torch.stack's. Its CPU kernel is registered. Its fake kernel (what torch.compile and
-torch.export run on fake tensors) must return an empty tensor of the real output's shape, dtype, device and strides,
-for any dtype and any layout of the inputs, and for symbolic sizes (torch.compile(dynamic=True) and torch.export with a
-Dim pass them): one compile must serve every size. The check runs it on meta tensors and on fake tensors with symbolic
-sizes, and opcheck on the real ones.
+dimension of size 2 (torch.stack([a, b])). a and b may differ in dtype: the output has the dtype they promote to, as
+torch.stack's. Its CPU kernel is registered. Its fake kernel (what torch.compile and torch.export run on fake tensors)
+must return an empty tensor of the real output's shape, dtype, device and strides, for any dtype and any layout of the
+inputs, and for symbolic sizes (torch.compile(dynamic=True) and torch.export with a Dim pass them): one compile must
+serve every size. It must refuse what the real kernel refuses (two shapes). The check runs it on meta tensors and on
+fake tensors with symbolic sizes, and opcheck on the real ones.
 """
 
 import torch
+from torch._prims_common import suggest_memory_format  # private: the rule aten's cat uses for its output's layout
 
 
 def fake(a, b):
+    # The real kernel refuses two shapes: so does the fake one (torch._check works on symbolic sizes too).
+    torch._check(a.dim() == b.dim(), lambda: "stack2: a and b must have the same shape")
+    for i in range(a.dim()):
+        torch._check(a.shape[i] == b.shape[i], lambda: "stack2: a and b must have the same shape")
+    dtype = torch.result_type(a, b)  # int32 with float32 gives float32, float16 with bfloat16 float32
     if a.dim() == 0:
-        return a.new_empty(2, dtype=torch.result_type(a, b))  # two scalars: a vector of 2, in the promoted dtype
-    # torch.stack([a, b]) is torch.cat([a, b]) viewed with a new first dimension (torch/_refs). On fake tensors cat
-    # computes only the metadata: the promoted dtype (int32 with float32 gives float32), and the layout both inputs
-    # share (channels_last stays channels_last), contiguous when they differ. a.new_empty(2, *a.shape) would always be
-    # contiguous, in a's dtype.
-    return torch.cat([a, b]).view(2, *a.shape)
+        return a.new_empty(2, dtype=dtype)  # two scalars: a vector of 2
+    # torch.stack([a, b]) is torch.cat([a, b]) viewed with a new first dimension. cat's output takes the memory format
+    # both inputs suggest (channels_last stays channels_last, sliced or not), contiguous when they differ. On meta
+    # tensors torch.cat itself gets this wrong for two non-dense inputs of two dtypes (it copies each to the output's
+    # dtype first), so the layout is built here.
+    layouts = {suggest_memory_format(a), suggest_memory_format(b)}
+    memory_format = layouts.pop() if len(layouts) == 1 else torch.contiguous_format
+    out = torch.empty((2 * a.shape[0], *a.shape[1:]), dtype=dtype, device=a.device, memory_format=memory_format)
+    return out.view(2, *a.shape)

@@ -2272,8 +2272,18 @@ def vmap_rule(path: Path) -> Result:
             return Result(False, "with x batched in dimension 0 and y with no batch, called a second time after a "
                                  f"write into y (y.mul_(2)): wrong result, off by up to "
                                  f"{(out - expected).abs().max():.3g}: the rule used y as it was before the write")
+        # New unbatched ys, each made where the last was freed (the id of one may be the id of the next).
+        for step in range(20):
+            y = torch.full((5, 6), float(step))
+            if not torch.allclose(out := batched(xs, y), expected := (xs * y).sum(2), rtol=1e-5, atol=1e-5):
+                return Result(False, f"with x batched in dimension 0 and a new unbatched y at step {step + 1} of 20, "
+                                     f"made where an earlier y was freed: wrong result, off by up to "
+                                     f"{(out - expected).abs().max():.3g}: the rule used something kept from another "
+                                     "tensor (a cache keyed on id() or a data pointer is one). A rule computes from "
+                                     "the inputs it is given")
+            del y
         return Result(True, "one call, whichever inputs are batched and wherever their batch is, for empty batches, "
-                            "float64 and int64 too, and on an input's new values")
+                            "float64 and int64 too, on an input's new values, and on new inputs in freed memory")
 
 
 # ---------------------------------------------------------------------------------------------

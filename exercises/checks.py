@@ -2019,8 +2019,8 @@ def _sum_squares_in_threads(op) -> str | None:
     for thread in threads:
         thread.join()
     if wrong:
-        return (f"four threads, each in its own region, calling at once: {wrong[0]}: something in your kernel is shared "
-                "between calls (a static variable?), and two threads' calls overwrite it")
+        return (f"four threads, each in its own region, calling at once: {wrong[0]}: something in your kernel is "
+                "shared between calls (a static variable?), and two threads' calls overwrite it")
     return None
 
 
@@ -2510,8 +2510,31 @@ def layer_cost(path: Path) -> Result:
     if problems:
         return Result(False, "\n".join(problems) + "\nLook again at lesson 07, section 2: how a cost is measured, and "
                                                    "when it is called one.")
+    # The same two timers again, after the layer changed (a second build, another dtype): measured anew.
+    timer = FakeTimer(0.4, seed=9)
+    answer(timer.with_layer, timer.without, rounds=15)
+    timer.cost = 1.2
+    again = answer(timer.with_layer, timer.without, rounds=15)
+    if not (isinstance(again, tuple) and abs(again[0] - 1.2) < 0.3):
+        return Result(False, f"the same two timers, called again after the layer's cost went from 0.40 to 1.20 µs: you "
+                             f"report {_shown(again)}: a result kept from the first call. Each call measures")
+    # Timers that read the calling thread's state, as a real call does (an autocast region, a guard, grad mode): a
+    # layer that exists only inside the caller's autocast region.
+    timer = FakeTimer(0.4, seed=10)
+
+    def in_the_region(time):
+        return lambda: time() + (0.0 if torch.is_autocast_enabled("cpu") else 5.0)
+
+    with torch.autocast("cpu"):
+        measured = answer(in_the_region(timer.with_layer), timer.without, rounds=15)
+    if not (isinstance(measured, tuple) and abs(measured[0] - 0.4) < 0.1):
+        return Result(False, f"called inside an autocast region, with a timer whose call runs differently outside it: "
+                             f"you report {_shown(measured)}, where the layer costs 0.40 µs: the timers ran where the "
+                             "caller's thread-local state (the region, grad mode, guards) is not, in another thread? "
+                             "A timer times a call as the caller would make it, on the caller's thread")
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
-                        "rounds, and silent on noise, a coarse timer's included")
+                        "rounds, silent on noise, a coarse timer's included, measured anew on each call, on the "
+                        "caller's thread")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2328,8 +2328,15 @@ def records_graph(path: Path) -> Result:
         ("three inputs, the third requiring grad", False, lambda: [leaf(), leaf(), leaf(grad=True)]),
         ("three inputs, a forward-mode tangent on the third", True, lambda: [leaf(), leaf(), dual(torch.ones(2))]),
         ("three inputs, none requiring grad", False, lambda: [leaf(), leaf(), leaf()]),
+        ("three inputs, the middle one alone requiring grad", False, lambda: [leaf(), leaf(grad=True), leaf()]),
+        ("three inputs, a forward-mode tangent on the middle one", True, lambda: [leaf(), dual(torch.ones(2)), leaf()]),
+        ("four inputs, the third requiring grad", False, lambda: [leaf(), leaf(), leaf(grad=True), leaf()]),
     ]
-    ops = {1: torch.sin, 2: torch.mul, 3: torch.addcmul}  # torch's own operators, by the number of inputs
+
+    def addcmul_add(a, b, c, d):
+        return torch.addcmul(a, b, c).add(d)
+
+    ops = {1: torch.sin, 2: torch.mul, 3: torch.addcmul, 4: addcmul_add}  # torch's own, by the number of inputs
 
     def state():
         return torch.is_grad_enabled(), forward_ad._current_level
@@ -2381,10 +2388,31 @@ def records_graph(path: Path) -> Result:
             while forward_ad._current_level >= 0:  # yours may have opened a level, or left it ours
                 forward_ad.exit_dual_level()
     if not wrong:
-        return Result(True, f"right in all {count} cases")
+        wrong = _records_graph_after_changes(answer)
+    if not wrong:
+        return Result(True, f"right in all {count + 2} cases, on tensors whose flags changed between two questions too")
     more = f" (and {len(wrong) - 1} more case{'s' if len(wrong) > 2 else ''})" if len(wrong) > 1 else ""
     return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again "
                          f"at {lesson} and lesson 00, section 2.")
+
+
+def _records_graph_after_changes(answer) -> list[str]:
+    """The same tensors asked about twice, their flags changed in between: a parameter unfrozen (requires_grad_()),
+    and a dual level closed. Each answer is about the tensors as they are now."""
+    import torch.autograd.forward_ad as forward_ad
+
+    x, y = torch.ones(2), torch.ones(2)
+    answer(x, y)
+    x.requires_grad_()
+    wrong = [] if answer(x, y) else ["grad mode on, x then x.requires_grad_() (a parameter unfrozen), asked again "
+                                     "(torch.mul records a graph; your answer: False)"]
+    with forward_ad.dual_level():
+        d = forward_ad.make_dual(torch.ones(2), torch.ones(2))
+        answer(d)
+    if answer(d):
+        wrong.append("a tensor asked about inside a dual level, then again after the level closed, where it has no "
+                     "tangent (torch.sin records nothing; your answer: True)")
+    return wrong
 
 
 class FakeTimer:

@@ -4,9 +4,11 @@ Write `run(model_pt2, x)`: load the AOTInductor package `model_pt2` (a .pt2 file
 workbook operators) and return the model's output for `x`. The check runs it as production would: in a fresh Python
 in which only torch and the installed wheel (`workbook_ops`) can be imported, the wheel installed in a folder of its
 own (not where lesson 08 put it), with AOTI_RUNTIME_CHECK_INPUTS=1 set as lesson 08 advises. It calls `run` on two
-packages in turn (two models, each deployed as model.pt2 in a folder of its own), then with inputs the package refuses
-(too few rows, two other dtypes), and once inside torch.no_grad(); it checks each output, the refusals, that grad mode
-is as it was after each call, and that nothing was loaded from the workbook's build folder.
+packages in turn (two models, each deployed as model.pt2 in a folder of its own), on the first file again after the
+second model was copied over it (a release deployed in place), then with inputs the package refuses (too few rows, two
+other dtypes), and once inside torch.no_grad(); it checks each output (a tensor the caller can use as any other), the
+refusals, that grad mode and the number of threads are as they were after each call, and that nothing was loaded from
+the workbook's build folder.
 """
 
 import torch

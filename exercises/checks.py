@@ -2603,18 +2603,27 @@ def load_before_aoti(path: Path) -> Result:
                 calls.append((str(deployed), x, [model(x) for model, _ in models]))
         torch.save(calls, Path(elsewhere) / "calls.pt")
         program = f"""
-            import json, os, types, torch
+            import json, os, shutil, types, torch
             os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"  # as lesson 08 advises where inputs come from outside
+            torch.set_num_threads(max(2, torch.get_num_threads()))  # two at least: a run() that sets one shows
             answer = types.ModuleType("answer")  # from the file's text, as toolkit.load_python loads it
             answer.__file__ = {str(path)!r}
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
             for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
                 print("CALLING", n)
+                threads = torch.get_num_threads()
                 out = answer.run(model_pt2, x)
                 same = [isinstance(out, torch.Tensor) and out.shape == output.shape and torch.allclose(out, output,
                         atol=1e-6) for output in outputs]
-                print("CALLED", json.dumps({{"n": n, "same": same, "grad_mode": torch.is_grad_enabled()}}))
+                print("CALLED", json.dumps({{"n": n, "same": same, "grad_mode": torch.is_grad_enabled(),
+                                             "inference": isinstance(out, torch.Tensor) and out.is_inference(),
+                                             "threads": [threads, torch.get_num_threads()]}}))
+            # A new release deployed over the first one's file, as a deployment replaces model.pt2 in place.
+            (first, x_first, _), (second, x_second, outputs) = torch.load({str(Path(elsewhere) / "calls.pt")!r})
+            shutil.copyfile(second, first)
+            out = answer.run(first, x_second)
+            print("REDEPLOYED", json.dumps({{"same": bool(torch.allclose(out, outputs[1], atol=1e-6))}}))
             for name, wrong in (("ONE ROW", torch.zeros(1, x.shape[1])), ("FLOAT64", x.double()),
                                 ("INT64", x.long())):
                 try:  # 1 row, below the smallest batch the package takes; float64: these the input checks refuse
@@ -2665,6 +2674,20 @@ def load_before_aoti(path: Path) -> Result:
             return Result(False, f"in the fresh Python, grad mode was off after {what}, where it was on before: code "
                                  "that changes thread-local state must restore it, or the caller's later code (its "
                                  "training, say) runs changed (lesson 00, section 2).")
+        if call["inference"]:
+            return Result(False, f"in the fresh Python, {what} returned an inference tensor (made under "
+                                 "torch.inference_mode()): the caller cannot save it for a backward, nor write into "
+                                 "it. The model's output is the caller's, to use as any tensor.")
+        if call["threads"][0] != call["threads"][1]:
+            return Result(False, f"in the fresh Python, {what} changed the process's number of threads from "
+                                 f"{call['threads'][0]} to {call['threads'][1]}: a setting of the whole process, for "
+                                 "everything the caller runs after it. run() changes nothing but its output.")
+    redeployed = [json.loads(line.removeprefix("REDEPLOYED ")) for line in lines if line.startswith("REDEPLOYED ")]
+    if redeployed and not redeployed[0]["same"]:
+        return Result(False, "in the fresh Python, a second model copied over the first one's model.pt2 (a new release "
+                             "deployed in place), then run() on that file: not the new model's output. Something kept "
+                             "from the earlier call (a cache keyed on the file's name?) ran the old model: what run() "
+                             f"keeps must change when the file does.{hint}.")
     if not one_row[0]["refused"]:
         return Result(False, "in the fresh Python, run() on a batch of 1 row, fewer than the package was exported for, "
                              "returned a result: the input checks that AOTI_RUNTIME_CHECK_INPUTS=1 turns on, which "
@@ -2689,8 +2712,8 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, your code loaded {shown[0]}{more} from the workbook's build "
                              "folder: a production machine has none, only the package where pip installed it (here, in "
                              f"a folder of its own).{hint}.")
-    return Result(True, "same as eager, for both models; a batch the package refuses refused; grad mode as it was; the "
-                        "operators from the installed package")
+    return Result(True, "same as eager, for both models and a release deployed over the first; a batch the package "
+                        "refuses refused; grad mode and threads as they were; the operators from the installed package")
 
 
 def _stable_add_opcheck_cases() -> list[tuple]:

@@ -2837,6 +2837,17 @@ def stable_autograd(path: Path) -> Result:
                                  "CPU kernel refuses (read its checks): torch.compile and torch.export would trace a "
                                  "call that fails when it runs.\nLook again at lesson 02: the workbook's Meta kernels "
                                  "(csrc/meta.cpp) check what its CPU kernels check.")
+        # Fake CUDA tensors, as a GPU model is traced (no GPU needed): the operator has no CUDA kernel to run later.
+        on_cuda = torch.empty(3, 4, device="cuda")
+        try:
+            op(on_cuda, on_cuda)
+        except Exception:  # noqa: BLE001 - any error refuses the call
+            pass
+        else:
+            return Result(False, "on two float32 fake tensors on cuda, as torch.compile and torch.export trace a GPU "
+                                 "model, your fake kernel returned a tensor: the operator has a CPU kernel only, so the "
+                                 "traced program fails when it runs. A fake kernel refuses a device the operator has "
+                                 "no kernel for; meta, where it runs itself, it takes.")
     for grads in ((True, True), (True, False), (False, True)):
         case = f"float64 inputs, `other` transposed, requires_grad {grads}"
         a = torch.randn(3, 4, dtype=torch.float64, requires_grad=grads[0])
@@ -2880,6 +2891,21 @@ def stable_autograd(path: Path) -> Result:
                                  + hint)
         if any(FALLBACK_WARNING in str(w.message) for w in caught):
             return Result(False, f"{what}: the gradient came from torch's autograd fallback, not from a formula" + hint)
+    # Two forwards before their backwards, as a model does: what one call's backward needs is its own.
+    first = [torch.randn(3, 4, requires_grad=True) for _ in range(2)]
+    second = [torch.randn(2, 5, requires_grad=True) for _ in range(2)]
+    out = op(*first)
+    op(*second)
+    try:
+        grads = torch.autograd.grad(out.sum(), first)
+    except RuntimeError as error:
+        return Result(False, f"two calls (shapes [3, 4], then [2, 5]), then the first call's backward: "
+                             f"{str(error).splitlines()[0][:160].rstrip('.')}. What backward needs comes from its own call's "
+                             "ctx, not from something the next call overwrites (lesson 04, section 1)" + hint)
+    if any(grad.shape != (3, 4) for grad in grads):
+        return Result(False, "two calls (shapes [3, 4], then [2, 5]), then the first call's backward: gradients of "
+                             f"shapes {[list(grad.shape) for grad in grads]}: what backward needs comes from its own "
+                             "call's ctx (lesson 04, section 1)" + hint)
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")

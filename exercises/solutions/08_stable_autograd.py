@@ -11,7 +11,8 @@ it, from Python:
 The check runs opcheck on every dtype the CPU kernel takes, with every combination of requires_grad, on contiguous,
 transposed, expanded and empty inputs; gradcheck, gradgradcheck, and a backward from a float64 grad_output of random
 values; the fake kernel on meta and on symbolic-size fake tensors; and calls the CPU kernel refuses (dtypes, shapes,
-layouts, devices), on meta tensors (one beside a CPU tensor) and, for sparse layouts, on fake tensors.
+layouts, devices), on meta tensors (one beside a CPU tensor) and, for sparse layouts and the cuda device, on fake
+tensors; and two calls before their two backwards.
 """
 
 import torch
@@ -27,6 +28,10 @@ def fake(self, other):
     torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
     torch._check(other.device == self.device, lambda: f"workbook_stable::add: `other` on {other.device}, `self` on "
                                                       f"{self.device}")
+    # Its only kernel is the CPU one: a fake CUDA tensor's call would find no kernel when it runs. (Meta is where this
+    # kernel itself runs: it takes meta tensors.)
+    torch._check(self.device.type in ("cpu", "meta"), lambda: f"workbook_stable::add: a CPU kernel only, not "
+                                                              f"{self.device}")
     return self.new_empty(self.shape)  # the CPU kernel's output: new, contiguous, self's dtype and device
 
 

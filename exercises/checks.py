@@ -869,7 +869,11 @@ def fallthrough(path: Path) -> Result:
         not_skipped = [key for key in _autograd_keys() if key not in ("AutogradCPU", "AutogradMeta")
                        and not (key in table and table[key].fallthrough)]
         if not_skipped:
-            problems.append(f"for other backends' tensors autograd is not skipped, at {', '.join(not_skipped)}")
+            kernels = [key for key in not_skipped if key in table]
+            problems.append(f"for other backends' tensors autograd is not skipped, at {', '.join(not_skipped[:4])}"
+                            + (f" and {len(not_skipped) - 4} more" if len(not_skipped) > 4 else "")
+                            + (": a kernel is called there (even one that hands the call on), not a fallthrough"
+                               if kernels else ""))
         if problems:
             return Result(False, "\n".join(problems) + hint)
         outlived = ("your fallthrough outlives the Library you were given: once `lib` is destroyed, count_odd's "
@@ -2935,7 +2939,10 @@ def served(path: Path) -> Result:
         called = {op for op, _ in actual}
         inside = {event.op for event in events if event.key == "PrivateUse1"} - called  # calls kernels made inside
         overloads = {op for op in called | inside if op.split(".")[0] == yours[0].split(".")[0]} - {yours[0]}
-        if yours[0] == theirs[0]:
+        if yours[0] == theirs[0] and yours[1] not in ("native", "fallback"):
+            where = (f"your call {i + 1}, {yours[0]}, names its server {yours[1]!r}: a server is 'native' or "
+                     "'fallback', as the task writes them")
+        elif yours[0] == theirs[0]:
             where = f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}"
         elif yours[0] in [op for op, _ in actual[i + 1:]]:
             where = (f"your call {i + 1}, {yours[0]!r}, does reach the device, but later: your calls are out of order "
@@ -2974,6 +2981,9 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
     plain = {
         "two 4 x 5 tensors into a 4 x 5 `out`": lambda to: (to(x), to(y), to(z)),
         "a row that broadcasts as `other`": lambda to: (to(x), to(row), to(z)),
+        "a row that broadcasts as `self`": lambda to: (to(row), to(x), to(z)),
+        "a 4 x 1 `self` and a 1 x 5 `other`, both broadcast, into an empty `out`": lambda to: (
+            to(x[:, :1].clone()), to(row[None]), to(torch.empty(0))),
         "a 0-dim CPU tensor as `other` (a scalar)": lambda to: (to(x), torch.tensor(3.0), to(z)),
         "a 0-dim CPU tensor as `self` (a scalar)": lambda to: (torch.tensor(3.0), to(y), to(z)),
         "a transposed view as `out`": lambda to: (to(x), to(y), to(columns).t()),
@@ -3002,6 +3012,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
         "a (1,)-shaped CPU tensor as `self`": ("self", lambda to: (torch.tensor([3.0]), to(y), to(z))),
+        "a 0-dim CPU tensor as `self` and a (1,)-shaped CPU tensor as `other`, `out` on the device": (
+            "other", lambda to: (torch.tensor(2.0), torch.tensor([3.0]), to(z))),
         "a 4 x 5 CPU tensor as `out`": ("out", lambda to: (to(x), to(y), z.clone())),
         "a 0-dim CPU tensor as `out`, 0-dim `self` and `other` on the device": (
             "out", lambda to: (to(torch.tensor(2.0)), to(torch.tensor(3.0)), torch.tensor(0.0))),

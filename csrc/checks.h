@@ -38,7 +38,8 @@ inline void check_same_dtype(const char* op, const char* arg, const at::Tensor& 
 }
 
 // Sizes are compared as SymInts: under torch.compile(dynamic=True) a Meta kernel sees symbolic sizes (s0, s1, ...),
-// where sizes() would throw. Comparing two symbols records a guard (the compiled code is valid while they are equal).
+// where sizes() would pin each one to its current value. Comparing two symbols records a guard (the compiled code is
+// valid while they are equal).
 inline void check_same_shape(const char* op, const char* arg, const at::Tensor& t, const char* ref_arg, const at::Tensor& ref) {
   TORCH_CHECK(t.sym_sizes() == ref.sym_sizes(), op, ": `", arg, "` has shape ", t.sym_sizes(), " but `", ref_arg,
               "` has shape ", ref.sym_sizes(), "; they must match (no broadcasting)");

@@ -5,7 +5,8 @@
 //
 // Sizes are read as SymInts (sym_sizes(), sym_size(i)) and outputs made with at::empty_symint: under
 // torch.compile(dynamic=True) or an export with torch.export.Dim, a size is a symbol (s0) rather than a
-// number, and sizes() would throw. On a tensor with concrete sizes the SymInts are plain numbers.
+// number, and sizes() would hand back the symbol's current value and pin the size to it with a guard: one compile
+// per size, and an export with a Dim refused (lessons 06 and 10). On concrete sizes the SymInts are plain numbers.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>

@@ -9,7 +9,8 @@ reads it from the data. `torch.library.get_ctx()`, called inside a fake kernel, 
 docstring, and that of what it returns, say how).
 
 The check runs torch.library.opcheck on several inputs, your kernel on fake tensors with symbolic sizes (the guards
-it adds must not pin a size), on the meta device, and an export and a compile of a function that calls the operator.
+it adds must not pin a size) and on fake tensors of another device, and an export and a compile of a function that
+calls the operator.
 """
 
 import torch

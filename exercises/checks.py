@@ -10,6 +10,7 @@ passes.
 from __future__ import annotations
 
 import random
+import re
 import traceback
 import warnings
 from dataclasses import dataclass
@@ -2769,8 +2770,6 @@ def _stable_add_refused() -> list[tuple]:
 
 @exercise("08.stable_autograd", "hard")
 def stable_autograd(path: Path) -> Result:
-    import re
-
     from torch.autograd.gradcheck import GradcheckError
 
     build.load("stable")
@@ -2849,9 +2848,9 @@ def stable_autograd(path: Path) -> Result:
             pass
         else:
             return Result(False, "on two float32 fake tensors on cuda, as torch.compile and torch.export trace a GPU "
-                                 "model, your fake kernel returned a tensor: the operator has a CPU kernel only, so the "
-                                 "traced program fails when it runs. A fake kernel refuses a device the operator has "
-                                 "no kernel for; meta, where it runs itself, it takes.")
+                                 "model, your fake kernel returned a tensor: the operator has a CPU kernel only, so "
+                                 "the traced program fails when it runs. A fake kernel refuses a device the operator "
+                                 "has no kernel for; meta, where it runs itself, it takes.")
     for grads in ((True, True), (True, False), (False, True)):
         case = f"float64 inputs, `other` transposed, requires_grad {grads}"
         a = torch.randn(3, 4, dtype=torch.float64, requires_grad=grads[0])
@@ -2904,8 +2903,9 @@ def stable_autograd(path: Path) -> Result:
         grads = torch.autograd.grad(out.sum(), first)
     except RuntimeError as error:
         return Result(False, f"two calls (shapes [3, 4], then [2, 5]), then the first call's backward: "
-                             f"{str(error).splitlines()[0][:160].rstrip('.')}. What backward needs comes from its own call's "
-                             "ctx, not from something the next call overwrites (lesson 04, section 1)" + hint)
+                             f"{str(error).splitlines()[0][:160].rstrip('.')}. What backward needs comes from its "
+                             "own call's ctx, not from something the next call overwrites (lesson 04, section 1)"
+                             + hint)
     if any(grad.shape != (3, 4) for grad in grads):
         return Result(False, "two calls (shapes [3, 4], then [2, 5]), then the first call's backward: gradients of "
                              f"shapes {[list(grad.shape) for grad in grads]}: what backward needs comes from its own "
@@ -3036,8 +3036,6 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
 
 def _mul_out_problems() -> list[str]:
     """What a kernel for aten::mul.out at PrivateUse1 must do on the device: [] when it does."""
-    import re
-
     problems = []
     kernel_only = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
     grad_mode = torch.is_grad_enabled()
@@ -3186,3 +3184,272 @@ def inplace_kernel(path: Path) -> Result:
     more = f"\n(and {len(problems) - 3} more cases)" if len(problems) > 3 else ""
     return Result(False, "\n".join(problems[:3]) + more + "\nLook again at lesson 09, section 7: mixed devices, and a "
                                                         "kernel that writes into its argument, in place of aten's.")
+
+
+# ---------------------------------------------------------------------------------------------
+# 10: the Python key
+
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _upcast_operators(received: list) -> torch.library.Library:
+    """10.upcast_mode's operators, in namespace `exercise`: Python kernels at CPU that refuse float16 and bfloat16, and
+    note the dtypes they receive in `received`."""
+    def refusing(name, *tensors):
+        dtypes = tuple(t.dtype for t in tensors if isinstance(t, torch.Tensor))
+        received.append((name, dtypes))
+        if any(dtype in _HALF for dtype in dtypes):
+            raise RuntimeError(f"exercise::{name}: no float16 or bfloat16 kernel, got {dtypes}")
+
+    def fp32_only(a, b, *, bias=None, alpha=1.0):
+        refusing("fp32_only", a, b, bias)
+        return a * b * alpha + (0 if bias is None else bias)
+
+    def scale_(x, s):
+        refusing("scale_", x)
+        return x.mul_(s)
+
+    def mul_out(a, b, *, out):
+        refusing("mul_out", a, b, out)
+        return torch.mul(a, b, out=out)
+
+    def count_above(x, t):
+        refusing("count_above", x)
+        return (x > t).sum()
+
+    def split_signs(x):
+        refusing("split_signs", x)
+        return x.clamp(min=0), x.clamp(max=0)
+
+    def take_rows(index, x):
+        refusing("take_rows", index, x)
+        return x[index]
+
+    def row_view(x, i):  # a view: it computes nothing, and takes any dtype
+        received.append(("row_view", (x.dtype,)))
+        return x[i]
+
+    library = torch.library.Library("exercise", "FRAGMENT")
+    for schema, kernel, tags in [
+            ("fp32_only(Tensor a, Tensor b, *, Tensor? bias=None, float alpha=1.0) -> Tensor", fp32_only, ()),
+            ("scale_(Tensor(a!) x, float s) -> Tensor(a!)", scale_, (torch.Tag.inplace,)),
+            ("mul_out(Tensor a, Tensor b, *, Tensor(a!) out) -> Tensor(a!)", mul_out, (torch.Tag.out,)),
+            ("count_above(Tensor x, float t) -> Tensor", count_above, ()),
+            ("split_signs(Tensor x) -> (Tensor, Tensor)", split_signs, ()),
+            ("take_rows(Tensor index, Tensor x) -> Tensor", take_rows, ()),
+            ("row_view(Tensor(a) x, int i) -> Tensor(a)", row_view, ())]:
+        library.define(schema, tags=tags)
+        library.impl(schema.split("(")[0], kernel, "CPU")
+    return library
+
+
+def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Callable]]:
+    """(what, make, call, check): `make(dtype)` makes fresh inputs in that dtype, (args, kwargs), outside any mode;
+    `call` is the operator; `check(out, args)` says what is wrong with out beyond its dtype and values, or None."""
+    ops = torch.ops.exercise
+    generator = torch.Generator().manual_seed(0)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=generator)
+
+    a, b, bias, x = randn(3, 4), randn(3, 4), randn(3, 4), randn(2, 5)
+    index = torch.tensor([1, 0, 1])
+    name = str(half).removeprefix("torch.")
+
+    def fresh(tensor, dtype):  # a copy, even in the tensor's own dtype: calls write into their inputs
+        return tensor.to(dtype, copy=True)
+
+    def same(out, args):
+        return None
+
+    def returns(position: int, keyword: str | None = None):
+        def written_and_returned(out, args):
+            target = args[1][keyword] if keyword else args[0][position]
+            if out is not target:
+                return ("the output is not the tensor the operator wrote (the caller's own), as it is without the "
+                        "mode")
+            return None
+        return written_and_returned
+
+    def view_of_x(out, args):
+        if out.untyped_storage().data_ptr() != args[0][0].untyped_storage().data_ptr():
+            return "the output shares no memory with the caller's `x`: a view of a float32 copy is not a view of x"
+        return None
+
+    return [
+        (f"fp32_only(a, b) in {name}", lambda d: ((fresh(a, d), fresh(b, d)), {}), ops.fp32_only, same),
+        (f"fp32_only(a, b, bias=..., alpha=0.5) in {name}, bias a keyword argument",
+         lambda d: ((fresh(a, d), fresh(b, d)), {"bias": fresh(bias, d), "alpha": 0.5}), ops.fp32_only, same),
+        (f"scale_(x, 3.0) in {name}: x written in place, and returned", lambda d: ((fresh(x, d), 3.0), {}),
+         ops.scale_, returns(0)),
+        (f"mul_out(a, b, out=out) in {name}: out written, and returned",
+         lambda d: ((fresh(a, d), fresh(b, d)), {"out": torch.empty(3, 4, dtype=d)}), ops.mul_out,
+         returns(0, "out")),
+        (f"count_above(x, 0.0) in {name}: an int64 count", lambda d: ((fresh(x, d), 0.0), {}), ops.count_above,
+         same),
+        (f"split_signs(x) in {name}: two outputs", lambda d: ((fresh(x, d),), {}), ops.split_signs, same),
+        (f"take_rows(index, x) in {name}: an int64 index first, then x", lambda d: ((index, fresh(x, d)), {}),
+         ops.take_rows, same),
+        (f"row_view(x, 1) in {name}: a view of x", lambda d: ((fresh(x, d), 1), {}), ops.row_view, view_of_x),
+        (f"torch.mm(a, b.t()) in {name}: one of aten's", lambda d: ((fresh(a, d), fresh(b.t(), d)), {}), torch.mm,
+         same),
+    ]
+
+
+def _upcast_difference(out, ref, half) -> str | None:
+    """How `out` (under the mode, from half inputs) differs from `ref` (float32, no mode): None where it does not."""
+    outs, refs = (list(v) if isinstance(v, (tuple, list)) else [v] for v in (out, ref))
+    if len(outs) != len(refs):
+        return f"{len(outs)} output(s) where there are {len(refs)}"
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        if not isinstance(o, torch.Tensor):
+            return f"output {i + 1} is {type(o).__name__}, not a tensor"
+        want = half if r.is_floating_point() else r.dtype
+        if o.dtype != want:
+            return f"output {i + 1} is {o.dtype}, where the call without the mode gives {want}"
+        if o.shape != r.shape or not torch.allclose(o.float(), r.to(want).float(), rtol=1e-2, atol=1e-2):
+            return f"output {i + 1} has other values (or shape {list(o.shape)}) than the call computed in float32"
+    return None
+
+
+@exercise("10.upcast_mode", "medium")
+def upcast_mode(path: Path) -> Result:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    answer = load_python(path)
+    received: list = []
+    library = _upcast_operators(received)
+    hint = "\nLook again at lesson 10, section 1: what a mode's __torch_dispatch__ gets, and what it hands on."
+    try:
+        for half in _HALF:
+            for what, make, call, check in _upcast_cases(half):
+                ref_args, ref_kwargs = make(torch.float32)
+                ref = call(*ref_args, **ref_kwargs)
+                args = make(half)
+                received.clear()
+                try:
+                    with answer.Upcast():
+                        out = call(*args[0], **args[1])
+                except RecursionError:
+                    return Result(False, f"{what}: RecursionError: the call came back to your mode again and again. "
+                                         "Inside __torch_dispatch__ the mode is off; entering it again (with self:) "
+                                         "turns it back on for the calls below (lesson 10, section 6)")
+                except Exception as error:  # noqa: BLE001 - the reader's code may raise anything; that is the diagnosis
+                    seen = "; ".join(f"{name} got {', '.join(str(d).removeprefix('torch.') for d in dtypes)}"
+                                     for name, dtypes in received) or "no kernel of the check's ran"
+                    return Result(False, f"{what}: {type(error).__name__}: {str(error).strip().splitlines()[0][:200]} "
+                                         f"({seen}){hint}")
+                if _get_current_dispatch_mode_stack():
+                    return Result(False, f"{what}: a mode is still on the stack after the `with` block: {hint}")
+                half_seen = [name for name, dtypes in received if any(d in _HALF for d in dtypes)
+                             and name != "row_view"]
+                if half_seen:
+                    return Result(False, f"{what}: {half_seen[0]}'s kernel received a {half} tensor{hint}")
+                if received and received[0][0] == "row_view" and received[0][1] != (half,):
+                    return Result(False, f"{what}: the view operator's kernel received {received[0][1][0]}, a copy "
+                                         "of x: its output is a view of the copy, and shares no memory with the "
+                                         f"caller's x. An operator whose output aliases an input runs as it is{hint}")
+                if problem := _upcast_difference(out, ref, half) or check(out, args):
+                    return Result(False, f"{what}: {problem}{hint}")
+                written = args[1].get("out", args[0][0])
+                if what.startswith(("scale_", "mul_out")) and not torch.allclose(
+                        written.float(), ref.float(), rtol=1e-2, atol=1e-2):
+                    return Result(False, f"{what}: the caller's tensor does not hold the result after the call: the "
+                                         f"operator writes it (its schema's (a!)), so the caller reads it there{hint}")
+        # float64 and integer calls: nothing to cast, so nothing cast.
+        received.clear()
+        with answer.Upcast():
+            wide = torch.ops.exercise.fp32_only(torch.ones(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64))
+        if received != [("fp32_only", (torch.float64, torch.float64))] or wide.dtype != torch.float64:
+            got = received[0][1] if received else "nothing"
+            return Result(False, f"fp32_only on two float64 tensors: the kernel received {got} "
+                                 f"and the output is {wide.dtype}: a call with no float16 or bfloat16 tensor runs as "
+                                 f"it is{hint}")
+    finally:
+        library._destroy()
+    return Result(True, "no kernel saw a float16 or bfloat16 tensor; outputs in the call's dtype (counts as they "
+                        "were), written arguments written and returned, views left alone, float64 untouched")
+
+
+def _positives_on_symbolic_sizes(op, path: Path) -> str | None:
+    """The fake kernel on fake tensors whose sizes are symbols: a 1-D output of x's dtype and device, whose size is
+    none of x's sizes, and no guard that pins a size of x."""
+    from helpers import shapes
+
+    for what, x in (("a float32 x of shape [4, 3]", torch.randn(4, 3)),
+                    ("an int64 x of shape [6]", torch.arange(-3, 3))):
+        mode, fakes = shapes.symbolic(x=x)
+        try:
+            with mode:
+                out = op(fakes["x"])
+        except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything; that is the diagnosis
+            return (f"on {what} whose sizes are symbols (as torch.export with a Dim traces it), your fake kernel "
+                    f"raised {_raised(error, path)}: the count of positive elements is not in x's metadata, and a "
+                    "fake tensor has no data to count (lesson 10, section 6)")
+        if out.dim() != 1 or out.dtype != x.dtype or out.device != x.device:
+            return (f"on {what} whose sizes are symbols, your fake kernel returns {out.dim()}-D {out.dtype} on "
+                    f"{out.device}: the operator returns a 1-D tensor of x's dtype on x's device")
+        size = shapes.named(out.shape, mode)[0]
+        if pinned := [guard for guard in shapes.guards(mode) if re.search(r"== \d+$|^\d+ ==", guard)]:
+            return (f"on {what} whose sizes are symbols, your fake kernel pinned a size to a number ({pinned[0]}): "
+                    "the traced code would hold for that size only (lesson 10, section 2: symbolic sizes)")
+        if size in shapes.named(fakes["x"].shape, mode) or size.isdigit() or "*" in size:
+            return (f"on {what} whose sizes are symbols, your fake kernel's output has {size} elements: a number or "
+                    "an expression of x's sizes, where the count depends on x's values")
+    return None
+
+
+@exercise("10.dynamic_fake", "hard")
+def dynamic_fake(path: Path) -> Result:
+    answer = load_python(path)
+    hint = "\nLook again at lesson 10, sections 2 and 6 (fake kernels, and what they cannot read)."
+    generator = torch.Generator().manual_seed(0)
+    samples = [("a float32 x of shape [3, 4]", torch.randn(3, 4, generator=generator)),
+               ("an int64 x from -3 to 4", torch.arange(-3, 5)),
+               ("an empty x", torch.zeros(0)),
+               ("an x with no positive element", -torch.ones(4)),
+               ("a transposed float64 x", torch.randn(4, 3, generator=generator, dtype=torch.float64).t()),
+               ("a bfloat16 x", torch.randn(5, generator=generator).bfloat16())]
+    with operator("positives(Tensor x) -> Tensor", lambda x: x[x > 0]) as library:
+        torch.library.register_fake("exercise::positives", answer.fake, lib=library)
+        op = torch.ops.exercise.positives.default
+        for what, x in samples:
+            results = torch.library.opcheck(op, (x,), test_utils=("test_schema", "test_faketensor"),
+                                            raise_exception=False)
+            if failed := next(((test, outcome) for test, outcome in results.items() if outcome != "SUCCESS"), None):
+                first = str(failed[1]).strip().splitlines()[0][:240] if str(failed[1]).strip() else ""
+                return Result(False, f"on {what}: opcheck's {failed[0]} failed: {first}{hint}")
+        if problem := _positives_on_symbolic_sizes(op, path):
+            return Result(False, problem + hint)
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode(shape_env=torch.fx.experimental.symbolic_shapes.ShapeEnv()):
+            on_cuda = op(torch.empty(4, 3, device="cuda"))  # a GPU model traced on a machine without one
+        if on_cuda.device.type != "cuda":
+            return Result(False, f"on a fake x on cuda, your fake kernel's output is on {on_cuda.device}: a fake "
+                                 f"kernel's output lives where the real one's would, on x's device{hint}")
+
+        class Doubled(torch.nn.Module):
+            def forward(self, x):
+                return op(x) * 2
+
+        try:
+            program = torch.export.export(Doubled(), (torch.randn(5, 3, generator=generator),),
+                                          dynamic_shapes={"x": {0: torch.export.Dim("rows")}})
+            x = torch.randn(7, 3, generator=generator)
+            if not torch.equal(program.module()(x), x[x > 0] * 2):
+                return Result(False, "torch.export with a Dim: the exported program gives other values than eager"
+                                     + hint)
+            compiled = torch.compile(Doubled(), backend="aot_eager", fullgraph=True, dynamic=True)
+            for rows in (4, 6):
+                x = torch.randn(rows, 3, generator=generator)
+                if not torch.equal(compiled(x), x[x > 0] * 2):
+                    return Result(False, f"torch.compile(fullgraph=True): other values than eager for {rows} "
+                                         f"rows{hint}")
+        except Exception as error:  # noqa: BLE001 - export and compile wrap whatever the fake kernel raised
+            cause = _innermost(error)
+            return Result(False, f"torch.export or torch.compile of a function that calls positives failed: "
+                                 f"{type(cause).__name__}: {str(cause).strip().splitlines()[0][:240]}{hint}")
+    return Result(True, "opcheck passes on every input; on symbolic sizes a 1-D output of its own size, no size "
+                        "pinned; on x's device; exported with a Dim and compiled with fullgraph=True")

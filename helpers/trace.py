@@ -264,37 +264,43 @@ def _python_handler(op, args, kwargs) -> tuple[str, C.DispatchKeySet | None]:
     in Python, no kernel below runs).
 
     The Python key's kernel, a fallback for every operator (aten/src/ATen/core/PythonFallbackKernel.cpp,
-    pythonFallback), calls the innermost TorchDispatchMode's __torch_dispatch__, else that of the arguments' tensor
-    subclass. What it does then is Python code, so this says what two kinds do:
-    - FakeTensorMode (and a FakeTensor outside one): a fake kernel registered with torch.library.register_fake runs in
+    pythonFallback), hands the call to the handlers in torch's order (Note [__torch_dispatch__ dispatching order] in
+    torch/csrc/utils/python_arg_parser.cpp): the user modes, the one entered last first; the arguments' tensor
+    subclasses; then torch's own "infra" modes (FakeTensorMode, FunctionalTensorMode, make_fx's proxy mode), which
+    stay below the user modes whenever they were entered. What each does is Python code; this says what two kinds do:
+    - a user mode or subclass, or a rule registered for the operator and its class with
+      torch.library.register_torch_dispatch: assumed to call the operator again (`func(*args, **kwargs)`) with itself
+      popped, so the call goes on to the next handler, or below Python when none is left. (A subclass calls it on the
+      tensors it wraps, whose own keys then decide: a walk of their own, not followed here.)
+    - FakeTensorMode (or a FakeTensor's class): a fake kernel registered with torch.library.register_fake runs in
       Python, and ends the call; else, if the operator has a kernel at Meta, it calls the operator again with Meta in
       the thread's include set, so the call goes on to the Meta kernel (torch/_subclasses/fake_tensor.py,
       FakeTensorMode._dispatch_impl and in_kernel_invocation_manager).
-    - a rule registered for the operator and the handler's class with torch.library.register_torch_dispatch, or any
-      other mode or subclass: assumed to call the operator again (`func(*args, **kwargs)`) with itself popped, so
-      the walk goes on to the keys below Python. A handler that does not call it ends the call in Python instead.
     """
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
-    modes = _get_current_dispatch_mode_stack()
-    subclasses = [type(t) for t in _tensors(list(args) + list(kwargs.values()))
-                  if type(t).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__]
-    handler = modes[-1] if modes else subclasses[0] if subclasses else None
-    if handler is None:
-        return "nothing: no mode, no subclass", EMPTY_KEYSET
+    stack = _get_current_dispatch_mode_stack()  # torch keeps infra modes at the bottom, the next to run at the end
+    users = [mode for mode in reversed(stack) if not type(mode).is_infra_mode()]
+    infra = [mode for mode in reversed(stack) if type(mode).is_infra_mode()]
+    subclasses = list(dict.fromkeys(type(t) for t in _tensors(list(args) + list(kwargs.values()))
+                                    if type(t).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__))
     registered = torch._library.simple_registry.singleton.find(op_name(op))  # what torch.library keeps in Python
-    owner = handler if isinstance(handler, type) else type(handler)
-    rule = registered.torch_dispatch_rules.find(owner)
-    if rule is not None:  # torch.library.register_torch_dispatch: this operator's own rule for the class (exactly)
-        return f"{getattr(rule, '__name__', 'a rule')} (register_torch_dispatch)", EMPTY_KEYSET
-    if isinstance(handler, FakeTensorMode) or handler is FakeTensor:
-        if registered.fake_impl.kernel is not None:
-            return "FakeTensorMode: its fake kernel", None
-        if C._dispatch_has_computed_kernel_for_dispatch_key(op_name(op), "Meta"):
-            return "FakeTensorMode: on to Meta", C.DispatchKeySet(C.DispatchKey.Meta)
-        return "FakeTensorMode: no fake kernel", None
-    return f"{owner.__name__}.__torch_dispatch__", EMPTY_KEYSET
+    labels = []
+    for handler in users + [s for s in subclasses if s is not FakeTensor] + infra + [s for s in subclasses
+                                                                                     if s is FakeTensor]:
+        owner = handler if isinstance(handler, type) else type(handler)
+        if (rule := registered.torch_dispatch_rules.find(owner)) is not None:  # found by the exact class
+            labels.append(f"{getattr(rule, '__name__', 'a rule')} (register_torch_dispatch)")
+        elif isinstance(handler, FakeTensorMode) or handler is FakeTensor:
+            if registered.fake_impl.kernel is not None:
+                return " -> ".join(labels + ["FakeTensorMode: its fake kernel"]), None
+            if C._dispatch_has_computed_kernel_for_dispatch_key(op_name(op), "Meta"):
+                return " -> ".join(labels + ["FakeTensorMode: on to Meta"]), C.DispatchKeySet(C.DispatchKey.Meta)
+            return " -> ".join(labels + ["FakeTensorMode: no fake kernel"]), None
+        else:
+            labels.append(f"{owner.__name__}.__torch_dispatch__")
+    return " -> ".join(labels) or "nothing: no mode, no subclass", EMPTY_KEYSET
 
 
 def _backend_selected(op, keys: Keyset, args, kwargs) -> C.DispatchKeySet:

@@ -282,3 +282,18 @@ def test_a_register_torch_dispatch_rule_is_named_at_the_python_step(workbook):
     python = next(step for step in t.predicted if step.key == "Python")
     assert python.handled_by == "matmul_rule (register_torch_dispatch)"
     assert rules == [workbook.matmul.default] and t.agrees
+
+
+def test_a_user_mode_runs_before_fake_tensor_mode_whichever_was_entered_first(workbook):
+    # torch keeps its own modes (FakeTensorMode) below the user's: the user's mode sees the call, then FakeTensorMode.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    a, b = mode.from_tensor(torch.randn(2, 3)), mode.from_tensor(torch.randn(3, 4))
+    for outer, inner in ((trace.op_calls(), mode), (mode, trace.op_calls())):
+        with outer as first, inner as second:
+            t = trace.call(workbook.matmul, a, b)
+        names = first if isinstance(first, list) else second
+        python = next(step for step in t.predicted if step.key == "Python")
+        assert python.handled_by == "_OpCalls.__torch_dispatch__ -> FakeTensorMode: on to Meta"
+        assert names == ["workbook.matmul.default"] and t.recorded_path == ["AutogradCPU", "Meta"] and t.agrees

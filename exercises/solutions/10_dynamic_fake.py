@@ -9,14 +9,15 @@ reads it from the data. `torch.library.get_ctx()`, called inside a fake kernel, 
 docstring, and that of what it returns, say how).
 
 The check runs torch.library.opcheck on several inputs, your kernel on fake tensors with symbolic sizes (the guards
-it adds must not pin a size), on the meta device, and an export and a compile of a function that calls the operator.
+it adds must not pin a size) and on fake tensors of another device, and an export and a compile of a function that
+calls the operator.
 """
 
 import torch
 
 
 def fake(x):
-    # The count is the data's: a new symbol, unbacked (no value behind it while tracing), at least 0 and at most
-    # x.numel(). Compiled code reads the real count when it runs the kernel.
-    count = torch.library.get_ctx().new_dynamic_size(min=0, max=x.numel())
+    # The count is the data's: a new symbol, unbacked (no value behind it while tracing), at least 0 (its default
+    # min; a max must be a number, and x.numel() may be a symbol). Compiled code reads the real count when it runs.
+    count = torch.library.get_ctx().new_dynamic_size()
     return x.new_empty(count)

@@ -3,18 +3,22 @@
 Some kernels have no float16 or bfloat16 code (the check's own operators refuse both). Write `Upcast`, a
 TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and no caller notices the difference:
 
-- each float16 or bfloat16 tensor argument, positional or keyword, reaches the kernel as a float32 copy; every other
-  argument (float32, float64, integer and bool tensors, numbers) reaches it as it is;
+- each float16 or bfloat16 tensor argument, positional or keyword, alone or in a list (`Tensor[]`), reaches the kernel
+  as a float32 copy laid out as the original; every other argument (float32, float64, integer and bool tensors,
+  numbers) reaches it as it is;
 - each floating-point output comes back in the call's half-precision dtype (the check's calls have one: float16 or
-  bfloat16); every other output comes back as the kernel returned it;
-- an argument the operator writes (`Tensor(a!)`: in place, or out=) holds the result afterwards, and an output that is
-  that argument is the caller's tensor itself, as it would be without the mode;
+  bfloat16, and no float64 tensor beside it); every other output comes back as the kernel returned it;
+- an argument the operator writes (`Tensor(a!)`, alone or in a list: in place, or out=, whose buffers a kernel may
+  resize) holds the result afterwards, in its own memory (so that its views, and the tensor it is a view of, see it),
+  and an output that is that argument is the caller's tensor itself, as it would be without the mode;
 - an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view) runs as it is: a view
   of a float32 copy would share nothing with the caller's tensor.
 
 The check calls operators of its own (Python kernels in namespace `exercise`: plain, in place, out=, a view, several
-outputs, keyword arguments) and aten's, in float16 and in bfloat16, under your mode, and compares each call with the
-same call in float32 without it.
+outputs and several written arguments, lists of tensors, keyword arguments) and aten's, in float16 and in bfloat16,
+under one instance of your mode, and compares each call with the same call in float32 without it. (Not every schema
+tells the truth: aten::native_batch_norm writes running_mean and running_var without marking them `(a!)`, so a mode
+like this one loses their updates.)
 """
 
 import torch

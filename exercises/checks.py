@@ -3230,6 +3230,26 @@ def _upcast_operators(received: list) -> torch.library.Library:
         received.append(("row_view", (x.dtype,)))
         return x[i]
 
+    def minmax_out(x, *, min, max):
+        refusing("minmax_out", x, min, max)
+        torch.amin(x, 1, out=min)
+        torch.amax(x, 1, out=max)
+        return min, max
+
+    def scale_all_(xs, s):
+        refusing("scale_all_", *xs)
+        for x in xs:
+            x.mul_(s)
+
+    def total(xs):
+        refusing("total", *xs)
+        return sum(x.sum() for x in xs)
+
+    def scale_both_(x, y, s):
+        refusing("scale_both_", x, y)
+        x.mul_(s)
+        y.mul_(s)
+
     library = torch.library.Library("exercise", "FRAGMENT")
     for schema, kernel, tags in [
             ("fp32_only(Tensor a, Tensor b, *, Tensor? bias=None, float alpha=1.0) -> Tensor", fp32_only, ()),
@@ -3238,7 +3258,12 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("count_above(Tensor x, float t) -> Tensor", count_above, ()),
             ("split_signs(Tensor x) -> (Tensor, Tensor)", split_signs, ()),
             ("take_rows(Tensor index, Tensor x) -> Tensor", take_rows, ()),
-            ("row_view(Tensor(a) x, int i) -> Tensor(a)", row_view, ())]:
+            ("row_view(Tensor(a) x, int i) -> Tensor(a)", row_view, ()),
+            ("minmax_out(Tensor x, *, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!), Tensor(b!))", minmax_out,
+             (torch.Tag.out,)),
+            ("scale_all_(Tensor(a!)[] xs, float s) -> ()", scale_all_, ()),
+            ("total(Tensor[] xs) -> Tensor", total, ()),
+            ("scale_both_(Tensor(a!) x, Tensor(b!) y, float s) -> ()", scale_both_, ())]:
         library.define(schema, tags=tags)
         library.impl(schema.split("(")[0], kernel, "CPU")
     return library
@@ -3294,7 +3319,43 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
         (f"row_view(x, 1) in {name}: a view of x", lambda d: ((fresh(x, d), 1), {}), ops.row_view, view_of_x),
         (f"torch.mm(a, b.t()) in {name}: one of aten's", lambda d: ((fresh(a, d), fresh(b.t(), d)), {}), torch.mm,
          same),
+        (f"fp32_only(a, b) in {name}, both transposed", lambda d: ((fresh(a, d).t(), fresh(b, d).t()), {}),
+         ops.fp32_only, same),
+        (f"fp32_only(a, b, bias=...) with a and b in float32 and bias alone in {name}",
+         lambda d: ((fresh(a, torch.float32), fresh(b, torch.float32)), {"bias": fresh(bias, d)}), ops.fp32_only,
+         same),
+        (f"mul_out(a, b, out=out) in {name}, out empty (0 elements): resized, as out= operators do",
+         lambda d: ((fresh(a, d), fresh(b, d)), {"out": torch.empty(0, dtype=d)}), ops.mul_out, returns(0, "out")),
+        (f"scale_(base[:2], 3.0) in {name}: x a view of a larger tensor, written through it",
+         lambda d: ((fresh(x, d)[:1], 3.0), {}), ops.scale_, returns(0)),
+        (f"minmax_out(x, min=..., max=...) in {name}: two written arguments",
+         lambda d: ((fresh(x, d),), {"min": torch.empty(2, dtype=d), "max": torch.empty(2, dtype=d)}),
+         ops.minmax_out, same),
+        (f"scale_all_([a, x], 3.0) in {name}: a list of tensors, each written", lambda d: (([fresh(a, d), fresh(x, d)],
+                                                                                           3.0), {}),
+         ops.scale_all_, same),
+        (f"scale_both_(a, b, 3.0) in {name}: two positional arguments written",
+         lambda d: ((fresh(a, d), fresh(b, d), 3.0), {}), ops.scale_both_, same),
+        (f"total([a, x]) in {name}: a list of tensors, a 0-dim output", lambda d: (([fresh(a, d), fresh(x, d)],), {}),
+         ops.total, same),
+        (f"torch.sum(x) in {name}: one of aten's, a 0-dim output", lambda d: ((fresh(x, d),), {}), torch.sum, same),
     ]
+
+
+def _upcast_arguments_differ(args, ref_args) -> str | None:
+    """Where the tensor arguments of a call under the mode (and the tensors they are views of) hold other values than
+    those of the same call in float32 without it: a written argument not written, or written elsewhere."""
+    from torch.utils._pytree import tree_flatten
+
+    tensors, ref_tensors = (tree_flatten(a)[0] for a in (args, ref_args))
+    for i, (t, r) in enumerate(zip(tensors, ref_tensors)):
+        if not isinstance(t, torch.Tensor):
+            continue
+        for what, mine, theirs in (("an argument", t, r), ("the tensor an argument is a view of", t._base, r._base)):
+            if mine is not None and theirs is not None and not torch.allclose(
+                    mine.float(), theirs.float(), rtol=1e-2, atol=1e-2):
+                return f"{what} (tensor {i + 1} of the call) holds other values"
+    return None
 
 
 def _upcast_difference(out, ref, half) -> str | None:
@@ -3303,6 +3364,10 @@ def _upcast_difference(out, ref, half) -> str | None:
     if len(outs) != len(refs):
         return f"{len(outs)} output(s) where there are {len(refs)}"
     for i, (o, r) in enumerate(zip(outs, refs)):
+        if r is None:  # an operator that returns nothing
+            if o is not None:
+                return f"the operator returns nothing, and the call returned {type(o).__name__}"
+            continue
         if not isinstance(o, torch.Tensor):
             return f"output {i + 1} is {type(o).__name__}, not a tensor"
         want = half if r.is_floating_point() else r.dtype
@@ -3310,6 +3375,9 @@ def _upcast_difference(out, ref, half) -> str | None:
             return f"output {i + 1} is {o.dtype}, where the call without the mode gives {want}"
         if o.shape != r.shape or not torch.allclose(o.float(), r.to(want).float(), rtol=1e-2, atol=1e-2):
             return f"output {i + 1} has other values (or shape {list(o.shape)}) than the call computed in float32"
+        if o.numel() > 1 and o.stride() != r.stride():
+            return (f"output {i + 1} has strides {list(o.stride())}, where the call without the mode gives "
+                    f"{list(r.stride())}: the copies the kernel was given were not laid out as the caller's tensors")
     return None
 
 
@@ -3321,15 +3389,16 @@ def upcast_mode(path: Path) -> Result:
     received: list = []
     library = _upcast_operators(received)
     hint = "\nLook again at lesson 10, section 1: what a mode's __torch_dispatch__ gets, and what it hands on."
+    mode = answer.Upcast()  # one mode, entered again for each call, as a program reuses one
     try:
         for half in _HALF:
             for what, make, call, check in _upcast_cases(half):
-                ref_args, ref_kwargs = make(torch.float32)
-                ref = call(*ref_args, **ref_kwargs)
+                ref_args = make(torch.float32)
+                ref = call(*ref_args[0], **ref_args[1])
                 args = make(half)
                 received.clear()
                 try:
-                    with answer.Upcast():
+                    with mode:
                         out = call(*args[0], **args[1])
                 except RecursionError:
                     return Result(False, f"{what}: RecursionError: the call came back to your mode again and again. "
@@ -3352,14 +3421,13 @@ def upcast_mode(path: Path) -> Result:
                                          f"caller's x. An operator whose output aliases an input runs as it is{hint}")
                 if problem := _upcast_difference(out, ref, half) or check(out, args):
                     return Result(False, f"{what}: {problem}{hint}")
-                written = args[1].get("out", args[0][0])
-                if what.startswith(("scale_", "mul_out")) and not torch.allclose(
-                        written.float(), ref.float(), rtol=1e-2, atol=1e-2):
-                    return Result(False, f"{what}: the caller's tensor does not hold the result after the call: the "
-                                         f"operator writes it (its schema's (a!)), so the caller reads it there{hint}")
+                if differs := _upcast_arguments_differ(args, ref_args):
+                    return Result(False, f"{what}: after the call, {differs}, where the call without the mode left "
+                                         f"the result there: the operator writes it (its schema's (a!)), so the "
+                                         f"caller reads it there{hint}")
         # float64 and integer calls: nothing to cast, so nothing cast.
         received.clear()
-        with answer.Upcast():
+        with mode:
             wide = torch.ops.exercise.fp32_only(torch.ones(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64))
         if received != [("fp32_only", (torch.float64, torch.float64))] or wide.dtype != torch.float64:
             got = received[0][1] if received else "nothing"
@@ -3410,7 +3478,9 @@ def dynamic_fake(path: Path) -> Result:
                ("an empty x", torch.zeros(0)),
                ("an x with no positive element", -torch.ones(4)),
                ("a transposed float64 x", torch.randn(4, 3, generator=generator, dtype=torch.float64).t()),
-               ("a bfloat16 x", torch.randn(5, generator=generator).bfloat16())]
+               ("a bfloat16 x", torch.randn(5, generator=generator).bfloat16()),
+               ("an int32 x", torch.arange(-2, 4, dtype=torch.int32)),
+               ("a uint8 x", torch.arange(0, 6, dtype=torch.uint8))]
     with operator("positives(Tensor x) -> Tensor", lambda x: x[x > 0]) as library:
         torch.library.register_fake("exercise::positives", answer.fake, lib=library)
         op = torch.ops.exercise.positives.default
@@ -3441,12 +3511,32 @@ def dynamic_fake(path: Path) -> Result:
             if not torch.equal(program.module()(x), x[x > 0] * 2):
                 return Result(False, "torch.export with a Dim: the exported program gives other values than eager"
                                      + hint)
-            compiled = torch.compile(Doubled(), backend="aot_eager", fullgraph=True, dynamic=True)
-            for rows in (4, 6):
-                x = torch.randn(rows, 3, generator=generator)
+            for dynamic in (True, False):
+                compiled = torch.compile(Doubled(), backend="aot_eager", fullgraph=True, dynamic=dynamic)
+                for what, x in ((f"{rows} rows", torch.randn(rows, 3, generator=generator)) for rows in (4, 6)):
+                    if not torch.equal(compiled(x), x[x > 0] * 2):
+                        return Result(False, f"torch.compile(fullgraph=True, dynamic={dynamic}): other values than "
+                                             f"eager for {what}{hint}")
+            torch._dynamo.reset()
+            compiled = torch.compile(Doubled(), backend="aot_eager", fullgraph=True, dynamic=False)
+            for what, x in (("an x with no positive element", -torch.ones(2, 3)),
+                            ("an x with one positive element", torch.tensor([[-1.0, 2.0, -3.0], [-4.0, -5.0, -6.0]])),
+                            ("a 2 x 3 x of positive elements only", torch.ones(2, 3))):
                 if not torch.equal(compiled(x), x[x > 0] * 2):
-                    return Result(False, f"torch.compile(fullgraph=True): other values than eager for {rows} "
-                                         f"rows{hint}")
+                    return Result(False, f"torch.compile(fullgraph=True): other values than eager on {what}{hint}")
+
+            def two_counts(x):  # one trace, two calls, x changed in between: two sizes
+                first = op(x)
+                x.neg_()
+                return torch.tensor(first.shape[0] * 10 + op(x).shape[0])
+
+            x = torch.tensor([1.0, 2.0, -3.0])
+            want = two_counts(x.clone())
+            if not torch.equal(got := torch.compile(two_counts, backend="aot_eager", fullgraph=True)(x.clone()), want):
+                return Result(False, f"torch.compile of positives(x), then x.neg_(), then positives(x) again, "
+                                     f"returning 10 * the first count + the second: {got.item():g} where eager gives "
+                                     f"{want.item():g}: the two calls' counts are two sizes, even on one tensor "
+                                     f"(something kept between calls?){hint}")
         except Exception as error:  # noqa: BLE001 - export and compile wrap whatever the fake kernel raised
             cause = _innermost(error)
             return Result(False, f"torch.export or torch.compile of a function that calls positives failed: "

@@ -8,16 +8,18 @@ number. How many elements come out is not in x's metadata, and section 6 shows w
 reads it from the data. `torch.library.get_ctx()`, called inside a fake kernel, offers what you need instead (its
 docstring, and that of what it returns, say how).
 
-The check runs torch.library.opcheck on several inputs, your kernel on fake tensors with symbolic sizes (the guards
-it adds must not pin a size) and on fake tensors of another device, and an export and a compile of a function that
-calls the operator.
+The check runs torch.library.opcheck on inputs of several dtypes (floating and integer), your kernel on fake tensors
+with symbolic sizes (the guards it adds must not pin a size) and on fake tensors of another device, an export with a
+Dim, and compiles (dynamic and static sizes; inputs with no, one and only positive elements; two calls in one trace)
+of functions that call the operator.
 """
 
 import torch
 
 
 def fake(x):
-    # The count is the data's: a new symbol, unbacked (no value behind it while tracing), at least 0 (its default
-    # min; a max must be a number, and x.numel() may be a symbol). Compiled code reads the real count when it runs.
+    # The count is the data's: a new symbol, unbacked (no value behind it while tracing), at least 0: min's default in
+    # the signature (new_dynamic_size's docstring says 0, then 2; 0 is what runs). A max must be a number, and
+    # x.numel() may be a symbol. Compiled code reads the real count when it runs the kernel.
     count = torch.library.get_ctx().new_dynamic_size()
     return x.new_empty(count)

@@ -662,27 +662,33 @@ def _outer_unbacked(outer) -> str | None:
     return None
 
 
-def _outer_in_threads(outer) -> str | None:
-    """Four threads tracing shapes at once, as torch.compile in several threads or a serving process does: each call
-    must get its own output's sizes, with nothing shared between calls."""
+def _first_wrong_in_threads(call, arguments) -> str | None:
+    """`call(argument)` in one thread per argument, all at once (torch.compile in several threads, a server): the
+    first wrong result one of them reports (a string), else None."""
     import threading
 
     wrong = []
-
-    def trace(n):
-        a, b = torch.empty(n, n + 1, device="meta"), torch.empty(n + 2, device="meta")
-        for _ in range(3000):
-            if (shape := tuple(outer(a, b).shape)) != (n, n + 1, n + 2):
-                wrong.append(f"{(n, n + 1)} and {(n + 2,)} gave {shape}")
-                return
-
-    threads = [threading.Thread(target=trace, args=(n,)) for n in (2, 5, 9, 13)]
+    threads = [threading.Thread(target=lambda argument: wrong.append(call(argument)), args=(argument,))
+               for argument in arguments]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    if wrong:
-        return (f"called from four threads at once, on meta tensors, your Meta kernel gave a wrong shape ({wrong[0]}): "
+    return next(filter(None, wrong), None)
+
+
+def _outer_in_threads(outer) -> str | None:
+    """Four threads tracing shapes at once: each call must get its own output's sizes, nothing shared between
+    calls."""
+    def trace(n):
+        a, b = torch.empty(n, n + 1, device="meta"), torch.empty(n + 2, device="meta")
+        for _ in range(3000):
+            if (shape := tuple(outer(a, b).shape)) != (n, n + 1, n + 2):
+                return f"{(n, n + 1)} and {(n + 2,)} gave {shape}"
+        return None
+
+    if wrong := _first_wrong_in_threads(trace, (2, 5, 9, 13)):
+        return (f"called from four threads at once, on meta tensors, your Meta kernel gave a wrong shape ({wrong}): "
                 "something in it is shared between calls (a static variable?), and calls in two threads overwrite it")
     return None
 
@@ -2005,26 +2011,17 @@ def _sum_squares_fresh_tensors(op) -> str | None:
 
 def _sum_squares_in_threads(op) -> str | None:
     """Four threads, each in a region of its own (autocast is per thread), calling at once, as a server does."""
-    import threading
-
-    wrong = []
-
     def calls(value):
         xs = [torch.full((64,), value, dtype=_BF16), torch.full((64,), value, dtype=_F16)]
         expected = _sum_squares_expected(xs)
         with torch.autocast("cpu"), torch.no_grad():
             for _ in range(300):
                 if not torch.allclose(out := op(xs, None).float(), expected):
-                    wrong.append(f"{out[0].item():g} where the sum of squares is {expected[0].item():g}")
-                    return
+                    return f"{out[0].item():g} where the sum of squares is {expected[0].item():g}"
+        return None
 
-    threads = [threading.Thread(target=calls, args=(value,)) for value in (1.0, 2.0, 3.0, 4.0)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if wrong:
-        return (f"four threads, each in its own region, calling at once: {wrong[0]}: something in your kernel is "
+    if wrong := _first_wrong_in_threads(calls, (1.0, 2.0, 3.0, 4.0)):
+        return (f"four threads, each in its own region, calling at once: {wrong}: something in your kernel is "
                 "shared between calls (a static variable?), and two threads' calls overwrite it")
     return None
 

@@ -2011,11 +2011,11 @@ def _sum_squares_fresh_tensors(op) -> str | None:
 
 def _sum_squares_in_threads(op) -> str | None:
     """Four threads, each in a region of its own (autocast is per thread), calling at once, as a server does."""
-    def calls(value):
-        xs = [torch.full((64,), value, dtype=_BF16), torch.full((64,), value, dtype=_F16)]
+    def calls(value):  # long lists, and many calls: the more time two threads spend in the kernel at once
+        xs = [torch.full((256,), value, dtype=(_BF16, _F16)[i % 2]) for i in range(8)]
         expected = _sum_squares_expected(xs)
         with torch.autocast("cpu"), torch.no_grad():
-            for _ in range(300):
+            for _ in range(2000):
                 if not torch.allclose(out := op(xs, None).float(), expected):
                     return f"{out[0].item():g} where the sum of squares is {expected[0].item():g}"
         return None

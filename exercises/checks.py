@@ -682,7 +682,7 @@ def _outer_in_threads(outer) -> str | None:
     calls."""
     def trace(n):
         a, b = torch.empty(n, n + 1, device="meta"), torch.empty(n + 2, device="meta")
-        for _ in range(3000):
+        for _ in range(20000):  # a short kernel: many calls, for two threads to be in it at once
             if (shape := tuple(outer(a, b).shape)) != (n, n + 1, n + 2):
                 return f"{(n, n + 1)} and {(n + 2,)} gave {shape}"
         return None

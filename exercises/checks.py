@@ -2878,19 +2878,6 @@ def stable_autograd(path: Path) -> Result:
         return Result(False, "gradgradcheck failed for float64 inputs: with create_graph=True (double backward, a "
                              "gradient penalty) the gradients your backward returns must themselves be differentiable "
                              "(lesson 04, section 2)" + hint)
-    for what, a, b, grads in _stable_add_opcheck_cases():
-        a_, b_ = a.detach().requires_grad_(grads[0]), b.detach().requires_grad_(grads[1])  # fresh leaves, same strides
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            results = torch.library.opcheck(op, (a_, b_), raise_exception=False)
-        failed = {test: outcome for test, outcome in results.items() if outcome != "SUCCESS"}
-        if failed:
-            # opcheck's first line, without the real output's strides where it gives them: they are the answer.
-            first = str(next(iter(failed.values()))).splitlines()[0].split(" Strides are ")[0][:200]
-            return Result(False, f"{what}: opcheck's {', '.join(failed)} failed" + (f" ({first})" if first else "")
-                                 + hint)
-        if any(FALLBACK_WARNING in str(w.message) for w in caught):
-            return Result(False, f"{what}: the gradient came from torch's autograd fallback, not from a formula" + hint)
     # Two forwards before their backwards, as a model does: what one call's backward needs is its own.
     first = [torch.randn(3, 4, requires_grad=True) for _ in range(2)]
     second = [torch.randn(2, 5, requires_grad=True) for _ in range(2)]
@@ -2907,6 +2894,19 @@ def stable_autograd(path: Path) -> Result:
         return Result(False, "two calls (shapes [3, 4], then [2, 5]), then the first call's backward: gradients of "
                              f"shapes {[list(grad.shape) for grad in grads]}: what backward needs comes from its own "
                              "call's ctx (lesson 04, section 1)" + hint)
+    for what, a, b, grads in _stable_add_opcheck_cases():
+        a_, b_ = a.detach().requires_grad_(grads[0]), b.detach().requires_grad_(grads[1])  # fresh leaves, same strides
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            results = torch.library.opcheck(op, (a_, b_), raise_exception=False)
+        failed = {test: outcome for test, outcome in results.items() if outcome != "SUCCESS"}
+        if failed:
+            # opcheck's first line, without the real output's strides where it gives them: they are the answer.
+            first = str(next(iter(failed.values()))).splitlines()[0].split(" Strides are ")[0][:200]
+            return Result(False, f"{what}: opcheck's {', '.join(failed)} failed" + (f" ({first})" if first else "")
+                                 + hint)
+        if any(FALLBACK_WARNING in str(w.message) for w in caught):
+            return Result(False, f"{what}: the gradient came from torch's autograd fallback, not from a formula" + hint)
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")

@@ -17,7 +17,9 @@ only the prediction is available):
    redispatching; autocast by excluding its key and calling the op again, which reaches the same
    keys), so the walk continues with `keyset & full_after(key)`. A backend kernel (CPU, CUDA, Meta,
    ...) ends it, and so does a composite ("math") kernel, whose calls to other ops each walk anew.
-   A key with no kernel ends it with the dispatcher's "could not run" error.
+   A key with no kernel ends it with the dispatcher's "could not run" error. At the Python key the walk names the
+   mode, subclass or rule that takes the call (_python_handler) and follows FakeTensorMode to the Meta kernel; a
+   keyset that runs out with nothing to end the call takes the table's Undefined entry.
 
 Step 3 assumes that every wrapper hands the call on to the next key. The workbook's kernels do; torch's
 own may set thread-local guards that change the walks of the calls made *inside* the kernels below them (its

@@ -7,7 +7,9 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
   as a float32 copy laid out as the original; every other argument (float32, float64, integer and bool tensors,
   numbers) reaches it as it is;
 - each floating-point output comes back in the call's half-precision dtype (the check's calls have one: float16 or
-  bfloat16, and no float64 tensor beside it); every other output comes back as the kernel returned it;
+  bfloat16, and no float64 tensor beside it), unless the call names its output's dtype (`x.to(torch.float32)`,
+  `x.sum(dtype=torch.float32)`); every other output (integer tensors, Python numbers) comes back as the kernel
+  returned it;
 - an argument the operator writes (`Tensor(a!)`, alone or in a list: in place, or out=, whose buffers a kernel may
   resize) holds the result afterwards, in its own memory (so that its views, and the tensor it is a view of, see it),
   and an output that is that argument is the caller's tensor itself, as it would be without the mode;
@@ -16,7 +18,9 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
 
 The check calls operators of its own (Python kernels in namespace `exercise`: plain, in place, out=, a view, several
 outputs and several written arguments, lists of tensors, keyword arguments) and aten's, in float16 and in bfloat16,
-under one instance of your mode, and compares each call with the same call in float32 without it. (Not every schema
+under one instance of your mode, on CPU and meta tensors, and compares each call with the same call in float32
+without it; it also makes a call whose kernel raises, then another, and enters a mode of its own outside yours, which
+must still see the calls. (Not every schema
 tells the truth: aten::native_batch_norm writes running_mean and running_var without marking them `(a!)`, so a mode
 like this one loses their updates.)
 """

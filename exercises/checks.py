@@ -3247,6 +3247,11 @@ def _upcast_operators(received: list) -> torch.library.Library:
         x.mul_(s)
         y.mul_(s)
 
+    def centre_(mean, x):  # writes `mean`, returns a new tensor, as batch norm writes its running statistics
+        refusing("centre_", mean, x)
+        mean.copy_(x.mean(0))
+        return x - mean
+
     library = torch.library.Library("exercise", "FRAGMENT")
     for schema, kernel, tags in [
             ("fp32_only(Tensor a, Tensor b, *, Tensor? bias=None, float alpha=1.0) -> Tensor", fp32_only, ()),
@@ -3260,9 +3265,11 @@ def _upcast_operators(received: list) -> torch.library.Library:
              (torch.Tag.out,)),
             ("scale_all_(Tensor(a!)[] xs, float s) -> ()", scale_all_, ()),
             ("total(Tensor[] xs) -> Tensor", total, ()),
-            ("scale_both_(Tensor(a!) x, Tensor(b!) y, float s) -> ()", scale_both_, ())]:
+            ("scale_both_(Tensor(a!) x, Tensor(b!) y, float s) -> ()", scale_both_, ()),
+            ("centre_(Tensor(a!) mean, Tensor x) -> Tensor", centre_, ())]:
         library.define(schema, tags=tags)
-        library.impl(schema.split("(")[0], kernel, "CPU")
+        for key in ("CPU", "Meta"):  # torch operations only: they run on meta tensors too
+            library.impl(schema.split("(")[0], kernel, key)
     return library
 
 
@@ -3336,6 +3343,21 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
         (f"total([a, x]) in {name}: a list of tensors, a 0-dim output", lambda d: (([fresh(a, d), fresh(x, d)],), {}),
          ops.total, same),
         (f"torch.sum(x) in {name}: one of aten's, a 0-dim output", lambda d: ((fresh(x, d),), {}), torch.sum, same),
+        (f"fp32_only(s, s.t()) in {name}: one tensor and its transpose, the same memory",
+         lambda d: ((square := fresh(torch.arange(16.0).view(4, 4), d), square.t()), {}), ops.fp32_only, same),
+        (f"centre_(mean, x) in {name}: mean written, a new tensor returned",
+         lambda d: ((torch.zeros(5, dtype=d), fresh(x, d)), {}), ops.centre_, same),
+        (f"x.sum().item() in {name}: a Python number", lambda d: ((fresh(x, d),), {}), lambda t: t.sum().item(),
+         same),
+        (f"x.to(dtype=torch.float32) from {name}: the call names its output's dtype",
+         lambda d: ((fresh(x, d),), {"dtype": torch.float32}), torch.Tensor.to, same),
+        (f"torch.sum(x, dtype=torch.float32) in {name}: the call names its output's dtype",
+         lambda d: ((fresh(x, d),), {"dtype": torch.float32}), torch.sum, same),
+        (f"fp32_only(a, b) in {name}, on the meta device", lambda d: ((fresh(a, d).to("meta"), fresh(b, d).to("meta")),
+                                                                    {}), ops.fp32_only, same),
+        ("torch.div(a, b) on int16 tensors: no float16 or bfloat16 tensor in the call",
+         lambda d: ((torch.tensor([7, 9], dtype=torch.int16), torch.tensor([2, 4], dtype=torch.int16)), {}), torch.div,
+         same),
     ]
 
 
@@ -3349,14 +3371,15 @@ def _upcast_arguments_differ(args, ref_args) -> str | None:
         if not isinstance(t, torch.Tensor):
             continue
         for what, mine, theirs in (("an argument", t, r), ("the tensor an argument is a view of", t._base, r._base)):
-            if mine is not None and theirs is not None and not torch.allclose(
+            if mine is not None and theirs is not None and mine.device.type != "meta" and not torch.allclose(
                     mine.float(), theirs.float(), rtol=1e-2, atol=1e-2):
                 return f"{what} (tensor {i + 1} of the call) holds other values"
     return None
 
 
-def _upcast_difference(out, ref, half) -> str | None:
-    """How `out` (under the mode, from half inputs) differs from `ref` (float32, no mode): None where it does not."""
+def _upcast_difference(out, ref, half, named: torch.dtype | None = None) -> str | None:
+    """How `out` (under the mode, from half inputs; `half` None where the call had none) differs from `ref` (float32,
+    no mode): None where it does not. A call that names its output's dtype (`named`) gets it."""
     outs, refs = (list(v) if isinstance(v, (tuple, list)) else [v] for v in (out, ref))
     if len(outs) != len(refs):
         return f"{len(outs)} output(s) where there are {len(refs)}"
@@ -3365,9 +3388,19 @@ def _upcast_difference(out, ref, half) -> str | None:
             if o is not None:
                 return f"the operator returns nothing, and the call returned {type(o).__name__}"
             continue
+        if not isinstance(r, torch.Tensor):  # a Python number
+            if type(o) is not type(r) or abs(o - r) > 1e-2 * max(1.0, abs(r)):
+                return f"output {i + 1} is {o!r}, where the call gives {r!r}"
+            continue
         if not isinstance(o, torch.Tensor):
             return f"output {i + 1} is {type(o).__name__}, not a tensor"
-        want = half if r.is_floating_point() else r.dtype
+        want = (named or half) if r.is_floating_point() and half is not None else r.dtype
+        if o.device != r.device:
+            return f"output {i + 1} is on {o.device}, where the call gives {r.device}"
+        if o.device.type == "meta":
+            if (o.dtype, o.shape) != (want, r.shape):
+                return f"output {i + 1} is {o.dtype} of shape {list(o.shape)}, where {want} of {list(r.shape)} is right"
+            continue
         if o.dtype != want:
             return f"output {i + 1} is {o.dtype}, where the call without the mode gives {want}"
         if o.shape != r.shape or not torch.allclose(o.float(), r.to(want).float(), rtol=1e-2, atol=1e-2):
@@ -3380,7 +3413,8 @@ def _upcast_difference(out, ref, half) -> str | None:
 
 @exercise("10.upcast_mode", "medium")
 def upcast_mode(path: Path) -> Result:
-    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+    from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+    from torch.utils._pytree import tree_flatten
 
     answer = load_python(path)
     received: list = []
@@ -3416,12 +3450,47 @@ def upcast_mode(path: Path) -> Result:
                     return Result(False, f"{what}: the view operator's kernel received {received[0][1][0]}, a copy "
                                          "of x: its output is a view of the copy, and shares no memory with the "
                                          f"caller's x. An operator whose output aliases an input runs as it is{hint}")
-                if problem := _upcast_difference(out, ref, half) or check(out, args):
+                has_half = any(isinstance(t, torch.Tensor) and t.dtype in _HALF for t in tree_flatten(args)[0])
+                named = args[1].get("dtype")
+                if problem := _upcast_difference(out, ref, half if has_half else None, named) or check(out, args):
                     return Result(False, f"{what}: {problem}{hint}")
                 if differs := _upcast_arguments_differ(args, ref_args):
                     return Result(False, f"{what}: after the call, {differs}, where the call without the mode left "
                                          f"the result there: the operator writes it (its schema's (a!)), so the "
                                          f"caller reads it there{hint}")
+            # A call its kernel refuses (two shapes), then a call that must be upcast as before.
+            try:
+                with mode:
+                    torch.ops.exercise.fp32_only(torch.ones(3, dtype=half), torch.ones(4, dtype=half))
+            except Exception:  # noqa: BLE001 - the kernel's refusal, whatever your mode makes of it
+                pass
+            received.clear()
+            try:
+                with mode:
+                    torch.ops.exercise.fp32_only(torch.ones(3, dtype=half), torch.ones(3, dtype=half))
+            except RuntimeError:
+                pass  # the kernel's refusal of a half tensor: said below
+            if any(d in _HALF for _, dtypes in received for d in dtypes):
+                return Result(False, f"after a call whose kernel raised (two shapes), the next call in {half} "
+                                     f"reached its kernel in {half}: your mode was left in another state by the "
+                                     f"error (a flag set and not reset?){hint}")
+
+            class Outer(TorchDispatchMode):  # a mode of the caller's, entered outside yours (a profiler, say)
+                def __init__(self):
+                    super().__init__()
+                    self.saw = []
+
+                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                    self.saw.append(str(func))
+                    return func(*args, **(kwargs or {}))
+
+            with Outer() as outer, mode:
+                torch.ops.exercise.fp32_only(torch.ones(3, dtype=half), torch.ones(3, dtype=half))
+            if "exercise.fp32_only.default" not in outer.saw:
+                return Result(False, f"a mode of the caller's, entered outside yours (a profiler, a FlopCounter), "
+                                     f"never saw fp32_only: your mode hid the calls it made from the modes below it "
+                                     f"on the stack. func(...) hands the call on to them (lesson 10, section 1: "
+                                     f"modes stacked){hint}")
         # float64 and integer calls: nothing to cast, so nothing cast.
         received.clear()
         with mode:
@@ -3477,6 +3546,8 @@ def dynamic_fake(path: Path) -> Result:
                ("a transposed float64 x", torch.randn(4, 3, generator=generator, dtype=torch.float64).t()),
                ("a bfloat16 x", torch.randn(5, generator=generator).bfloat16()),
                ("an int32 x", torch.arange(-2, 4, dtype=torch.int32)),
+               ("a 0-d x, negative", torch.tensor(-2.0)), ("a 0-d x, positive", torch.tensor(3.0)),
+               ("an x of one element, negative", torch.tensor([-1.0])),
                ("a uint8 x", torch.arange(0, 6, dtype=torch.uint8))]
     with operator("positives(Tensor x) -> Tensor", lambda x: x[x > 0]) as library:
         torch.library.register_fake("exercise::positives", answer.fake, lib=library)

@@ -3283,6 +3283,7 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
         return torch.randn(*shape, generator=generator)
 
     a, b, bias, x = randn(3, 4), randn(3, 4), randn(3, 4), randn(2, 5)
+    c = randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
     index = torch.tensor([1, 0, 1])
     name = str(half).removeprefix("torch.")
 
@@ -3355,6 +3356,15 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          lambda d: ((fresh(x, d),), {"dtype": torch.float32}), torch.sum, same),
         (f"fp32_only(a, b) in {name}, on the meta device", lambda d: ((fresh(a, d).to("meta"), fresh(b, d).to("meta")),
                                                                     {}), ops.fp32_only, same),
+        (f"fp32_only(a, b) in {name}, a expanded from one row (stride 0)",
+         lambda d: ((fresh(a[:1], d).expand(3, 4), fresh(b, d)), {}), ops.fp32_only, same),
+        (f"torch.gt(x, 0) in {name}: a bool output", lambda d: ((fresh(x, d), 0), {}), torch.gt, same),
+        (f"torch.unsafe_split(x, 1) in {name}: a list of outputs", lambda d: ((fresh(x, d), 1), {}),
+         torch.unsafe_split, same),
+        (f"torch.polar(abs, angle) in {name}: a complex output stays complex",
+         lambda d: ((fresh(x.abs(), d), fresh(x, d)), {}), torch.polar, same),
+        (f"mul_out(a, b, out=out) in {name}, channels_last inputs, out empty: resized as the kernel lays it out",
+         lambda d: ((fresh(c, d), fresh(c, d)), {"out": torch.empty(0, dtype=d)}), ops.mul_out, returns(0, "out")),
         ("torch.div(a, b) on int16 tensors: no float16 or bfloat16 tensor in the call",
          lambda d: ((torch.tensor([7, 9], dtype=torch.int16), torch.tensor([2, 4], dtype=torch.int16)), {}), torch.div,
          same),
@@ -3374,6 +3384,9 @@ def _upcast_arguments_differ(args, ref_args) -> str | None:
             if mine is not None and theirs is not None and mine.device.type != "meta" and not torch.allclose(
                     mine.float(), theirs.float(), rtol=1e-2, atol=1e-2):
                 return f"{what} (tensor {i + 1} of the call) holds other values"
+        if t.numel() > 1 and t.stride() != r.stride():
+            return (f"an argument (tensor {i + 1} of the call) has strides {list(t.stride())}, where the call "
+                    f"leaves it with {list(r.stride())}")
     return None
 
 
@@ -3407,7 +3420,8 @@ def _upcast_difference(out, ref, half, named: torch.dtype | None = None) -> str 
             return f"output {i + 1} has other values (or shape {list(o.shape)}) than the call computed in float32"
         if o.numel() > 1 and o.stride() != r.stride():
             return (f"output {i + 1} has strides {list(o.stride())}, where the call without the mode gives "
-                    f"{list(r.stride())}: the copies the kernel was given were not laid out as the caller's tensors")
+                    f"{list(r.stride())}: a tensor on the way (a copy of an input, an output cast back, a buffer "
+                    f"resized) was not laid out as the call lays it out")
     return None
 
 

@@ -8,8 +8,8 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
   numbers) reaches it as it is;
 - each floating-point output comes back in the call's half-precision dtype (the check's calls have one: float16 or
   bfloat16, and no float64 tensor beside it), unless the call names its output's dtype (`x.to(torch.float32)`,
-  `x.sum(dtype=torch.float32)`); every other output (integer tensors, Python numbers) comes back as the kernel
-  returned it;
+  `x.sum(dtype=torch.float32)`); every other output (integer, bool and complex tensors, Python numbers) comes back as
+  the kernel returned it, and outputs come back laid out as the call lays them out;
 - an argument the operator writes (`Tensor(a!)`, alone or in a list: in place, or out=, whose buffers a kernel may
   resize) holds the result afterwards, in its own memory (so that its views, and the tensor it is a view of, see it),
   and an output that is that argument is the caller's tensor itself, as it would be without the mode;
@@ -60,8 +60,8 @@ class Upcast(TorchDispatchMode):
             # One tensor, or a list of them (Tensor(a!)[], as torch._foreach_mul_ takes).
             for caller, copy in zip(*([v] if isinstance(v, torch.Tensor) else list(v or []) for v in (given, sent))):
                 if isinstance(caller, torch.Tensor) and copy is not caller:
-                    if caller.shape != copy.shape:
-                        caller.resize_(copy.shape)  # an out= buffer grows with the copy the kernel resized
+                    if caller.shape != copy.shape:  # an out= buffer the kernel resized: as the kernel laid it out
+                        caller.resize_(copy.shape).as_strided_(copy.shape, copy.stride())
                     caller.copy_(copy)  # into the caller's own memory: its views, and its base, see it
                     originals[id(copy)] = caller
 

@@ -130,8 +130,8 @@ def measure(stage: tuple[str, ...], rounds: int = 9, seconds: float = 0.005, cal
     from_python = {state for layer in layers if layer.from_python for state in (layer.on, layer.off)}
     python = {state: [] for state in states}
     cpp = {state: [] for state in states}
-    for _ in range(rounds):
-        for state in states:
+    for round_ in range(rounds):
+        for state in states if round_ % 2 == 0 else reversed(states):  # as timing.interleaved orders them
             if state in from_python:
                 python[state].append(python_us(state, seconds))
             cpp[state].append(cpp_ns(state, calls))

@@ -37,11 +37,13 @@ ROUND_SECONDS = 0.005  # one sample per round: thousands of µs-long calls, shor
 def interleaved(timers: dict[str, Callable[[], float]], rounds: int = 9) -> dict[str, list[float]]:
     """Each timer once per round, in turn, for `rounds` rounds: one sample per timer and round. A slow moment of the
     machine then lands on every timer of that round alike, and a difference taken round by round (Cost.between)
-    cancels it."""
+    cancels it. Every other round runs them in reverse order: what going first or second does to a sample (a cache
+    the first warms for the second) then lands on each side in half the rounds, and cannot pass for a cost."""
     samples = {name: [] for name in timers}
-    for _ in range(rounds):
-        for name, timer in timers.items():
-            samples[name].append(timer())
+    names = list(timers)
+    for round_ in range(rounds):
+        for name in names if round_ % 2 == 0 else reversed(names):
+            samples[name].append(timers[name]())
     return samples
 
 

@@ -6,7 +6,8 @@ compares your list with the dispatcher's for aten's and the workbook's operators
 composite, in-place and view ones, factory functions and an operator with no tensor argument at all included, on
 CPU, meta, sparse (COO and CSR) and conjugated complex tensors, mixed ones and lists of them, inside torch.no_grad(),
 torch.inference_mode(), torch.autocast("cpu"), a TorchDispatchMode and torch._C._AutoDispatchBelowADInplaceOrView(),
-and for two calls made again after a registration changed their operators (one of them aten's).
+and for two calls made again after a registration changed their operators (one of them aten's). Asking must not
+make the call.
 """
 
 import torch

@@ -5,8 +5,9 @@ layer (an Autograd kernel, say) and returns microseconds; `time_without()` the s
 the layer's cost as (median, first quartile, third quartile) in microseconds (any usual definition of a quartile),
 over `rounds` rounds, or None when the cost is within the noise of the machine. The check hands you made-up timers,
 and counts your calls: a steady machine, one that slows down as it runs, one with spikes, a quiet one with a small
-layer, and three where the layer costs nothing, one of them noisy and one whose timer counts whole steps; over an odd
-and an even number of rounds.
+layer, and four where the layer costs nothing, one of them noisy, one whose timer counts whole steps, and one where
+the second call of a round runs faster than the first, whichever side it times; over an odd and an even number of
+rounds.
 """
 
 import statistics

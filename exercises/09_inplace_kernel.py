@@ -5,7 +5,7 @@ Tensor(a!)`: the fallback serves it. Write one in Python: the check registers `m
 (PrivateUse1), in place of aten's, as lesson 09, section 7 registers one for add_. Once yours replaces aten's, nothing
 else checks, converts or resizes anything (section 7). As aten's out= kernels do, on the device it must:
 - write self * other into `out` itself (its own memory, whatever its strides) and return `out`; `self` and `other`
-  broadcast, and `out` may be `self` or `other` itself; an `out` of another shape (an empty one, one with as many
+  broadcast (empty ones too), and `out` may be `self` or `other` itself; an `out` of another shape (an empty one, one with as many
   elements, or a larger one the product could be broadcast into) is resized to the product's shape, unless it is
   `self` or `other` itself, which aten refuses to resize;
 - compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a

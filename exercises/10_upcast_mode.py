@@ -4,25 +4,29 @@ Some kernels have no float16 or bfloat16 code (the check's own operators refuse 
 TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and no caller notices the difference:
 
 - each float16 or bfloat16 tensor argument, positional or keyword, alone or in a list (`Tensor[]`), reaches the kernel
-  as a float32 copy laid out as the original; every other argument (float32, float64, integer and bool tensors,
-  numbers) reaches it as it is;
+  as a float32 copy laid out as the original (as `.to()` lays out a copy, and torch's autocast casts: a dense tensor,
+  contiguous, channels_last or transposed, keeps its strides); every other argument (float32, float64, float8, integer
+  and bool tensors, numbers) reaches it as it is;
 - each floating-point output comes back in the call's half-precision dtype (the check's calls have one: float16 or
-  bfloat16, and no float64 tensor beside it), unless the call names its output's dtype (`x.to(torch.float32)`,
-  `x.sum(dtype=torch.float32)`); every other output (integer, bool and complex tensors, Python numbers) comes back as
-  the kernel returned it, and outputs come back laid out as the call lays them out;
+  bfloat16, and no float64 tensor beside it), unless the call names its output's dtype (an argument that is a dtype,
+  by any name: `x.to(torch.float32)`, `x.sum(dtype=torch.float32)`, `torch.ops.aten.mm.dtype(a, b, torch.float32)`);
+  every other output (integer, bool and complex tensors, Python numbers) comes back as the kernel returned it, and
+  outputs come back laid out as the call lays them out (dense ones, as above);
 - an argument the operator writes (`Tensor(a!)`, alone or in a list: in place, or out=, whose buffers a kernel may
   resize) holds the result afterwards, in its own memory (so that its views, and the tensor it is a view of, see it),
   and an output that is that argument is the caller's tensor itself, as it would be without the mode;
-- an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view) runs as it is: a view
-  of a float32 copy would share nothing with the caller's tensor.
+- an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view, or a list of them)
+  runs as it is: a view of a float32 copy would share nothing with the caller's tensor;
+- the mode's own work (its casts) is made as calls the modes below it see: make_fx, run on a function that uses the
+  mode, must record a graph that computes from its inputs. It keeps nothing between calls.
 
 The check calls operators of its own (Python kernels in namespace `exercise`: plain, in place, out=, a view, several
 outputs and several written arguments, lists of tensors, keyword arguments) and aten's, in float16 and in bfloat16,
-under one instance of your mode, on CPU and meta tensors, and compares each call with the same call in float32
-without it; it also makes a call whose kernel raises, then another, and enters a mode of its own outside yours, which
-must still see the calls. (Not every schema
-tells the truth: aten::native_batch_norm writes running_mean and running_var without marking them `(a!)`, so a mode
-like this one loses their updates.)
+under one instance of your mode, on CPU and meta tensors, empty ones too, and compares each call with the same call in
+float32 without it; it also makes a call whose kernel raises, then another, enters a mode of its own outside yours,
+which must still see the calls, writes into a tensor between two calls, and traces a call with make_fx. (Not every
+schema tells the truth: aten::native_batch_norm writes running_mean and running_var without marking them `(a!)`, so a
+mode like this one loses their updates.)
 """
 
 import torch

@@ -216,8 +216,16 @@ def walk(path: Path) -> Result:
             return result
     finally:
         aten._destroy()
+    # Asking is not calling: a walk reads the tables, and leaves the arguments as they were.
+    x, y = torch.ones(3), torch.ones(3)
+    kernels(torch.ops.aten.add_.Tensor, x, y)
+    if not torch.equal(x, torch.ones(3)) or x._version:
+        return Result(False, "kernels(aten::add_.Tensor, x, y) changed x (it became x + y): your function made the "
+                             "call it was asked about. Asking which kernels a call would run reads the dispatch "
+                             "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
+                             "random operator, or one with side effects, would act")
     return Result(True, f"all {len(cases) + 5} calls walked as the dispatcher walks them, two of them again after a "
-                        "registration")
+                        "registration; none of them made")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,8 +248,14 @@ def schema(path: Path) -> Result:
         return Result(False, f"torch cannot parse it:\n{message}\nLook again at lesson 01, section 2 (the schema "
                              "grammar).")
     problems = []
-    if yours.name.split("::")[-1] != wanted.name:  # a namespace in front is m.def's to check
+    if yours.name.split("::")[-1] != wanted.name:
         problems.append(f"the operator is named {wanted.name!r}, not {yours.name!r}")
+    elif "::" in yours.name:
+        namespace = yours.name.split("::")[0]
+        problems.append(f"your schema names a namespace, `{namespace}::`: m.def(...) and define() put the operator in "
+                        f"their library's namespace, and refuse a schema that names another (\"Explicitly provided "
+                        f"namespace ({namespace}) in schema string does not match namespace of enclosing "
+                        "TORCH_LIBRARY block\"): the task's schema, written without one, fits any library")
     if yours.overload_name:
         problems.append(f"your schema declares the overload `{wanted.name}.{yours.overload_name}`, where the task's "
                         f"operator has none: a kernel registered for `{wanted.name}` (m.impl(\"{wanted.name}\", ...)) "
@@ -347,13 +361,17 @@ def _broken_promises(name: str, schema, tags, truth: _AliasTruth) -> list[str]:
     sets = {argument.name: argument.alias_info.before_set if argument.alias_info else set()
             for argument in schema.arguments}
     written = {argument.name for argument in schema.arguments if argument.alias_info and argument.alias_info.is_write}
+    tensors = {argument.name for argument in schema.arguments if isinstance(argument.type, torch._C.TensorType)}
     problems += [f"{name}: the kernel writes `{argument}`, and your schema does not mark it written"
                  for argument in truth.arguments if argument in truth.written - written]
     problems += [f"{name}: your schema marks `{argument}` written, and the kernel never writes it"
                  for argument in truth.arguments if argument in written - truth.written]
     for i, (returned, shares) in enumerate(zip(schema.returns, truth.outputs), 1):
+        # The wildcard, Tensor(*), may share storage with any tensor: alias analysis reads it so.
         promised = {argument for argument in truth.arguments
-                    if returned.alias_info and sets[argument] & returned.alias_info.before_set}
+                    if returned.alias_info and (sets[argument] & returned.alias_info.before_set
+                                                or "*" in returned.alias_info.before_set
+                                                and argument in tensors)}
         if shares and shares not in promised:
             problems.append(f"{name}: output {i} shares storage with `{shares}`, and your schema does not say so")
         problems += [f"{name}: your schema says output {i} may share storage with `{argument}`, and it never does"
@@ -465,6 +483,31 @@ def _softplus2_on_fake_tensors(op) -> list[str]:
     return []
 
 
+def _flushes_denormals() -> bool:
+    return (torch.tensor([1e-40]) * 1.0).item() == 0.0
+
+
+def _process_state() -> dict:
+    """What a kernel must leave as it found it, for the whole process: (its value, how to set it back)."""
+    return {"torch's default dtype (torch.set_default_dtype)": (torch.get_default_dtype(), torch.set_default_dtype),
+            "the number of threads (torch.set_num_threads)": (torch.get_num_threads(), torch.set_num_threads),
+            "the random number generator's state (torch.manual_seed)": (torch.random.get_rng_state(),
+                                                                        torch.random.set_rng_state),
+            "whether denormal numbers flush to zero (torch.set_flush_denormal)": (_flushes_denormals(),
+                                                                                 torch.set_flush_denormal)}
+
+
+def _process_state_changed(before: dict) -> str:
+    """'' where the process's state is as `before` (_process_state()); else what changed, which is set back."""
+    changed = []
+    for what, (old, restore) in before.items():
+        new = _process_state()[what][0]
+        if not (torch.equal(old, new) if isinstance(old, torch.Tensor) else old == new):
+            changed.append(what)
+            restore(old)
+    return " and ".join(changed)
+
+
 @exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
     import contextlib
@@ -500,7 +543,7 @@ def composite_key(path: Path) -> Result:
                                  ("an empty meta tensor", torch.empty(0, 2, device="meta"), nullcontext),
                                  ("inside torch.inference_mode()", torch.randn(3), torch.inference_mode)]:
             given = x.clone()
-            default_dtype = torch.get_default_dtype()
+            before = _process_state()
             try:
                 with context():
                     grad_mode = torch.is_grad_enabled()
@@ -509,11 +552,9 @@ def composite_key(path: Path) -> Result:
             except (NotImplementedError, RuntimeError) as error:
                 problems.append(f"{what}: {_softplus2_error(error, answer.KEY)}")
                 continue
-            if torch.get_default_dtype() != default_dtype:
-                problems.append(f"{what}: the call changed torch's default dtype from {default_dtype} to "
-                                f"{torch.get_default_dtype()}, for every later torch.randn, torch.tensor and new "
-                                "module of the process: a kernel changes nothing but its output")
-                torch.set_default_dtype(default_dtype)
+            if changed := _process_state_changed(before):
+                problems.append(f"{what}: the call changed {changed}, for everything the process runs later: a "
+                                "kernel changes nothing but its output")
             expected = (torch.log1p(torch.exp(2 * x.double())) / 2).to(x.dtype)
             precision = torch.finfo(x.dtype).eps * 16  # a few roundings in the input's own dtype, relative: 0 < values
             if (out.dtype, out.shape, out.device) != (x.dtype, x.shape, x.device):
@@ -544,7 +585,8 @@ def composite_key(path: Path) -> Result:
             problems += _softplus2_on_fake_tensors(op)
         # Whether autograd saw the operations inside the kernel, read from the dispatch table, not from the fallback's
         # warning: the reader's code could turn the warning off (_set_autograd_fallback_mode, a warnings filter).
-        x = torch.tensor([-1.0, 0.0, -0.0, 0.5, 2.0], requires_grad=True)  # 0: where abs and clamp have a kink
+        # 0: where abs and clamp have a kink; -50: where exp(2x) underflows, and a where()'s unused branch is inf.
+        x = torch.tensor([-1.0, 0.0, -0.0, 0.5, 2.0, -50.0], requires_grad=True)
         steps = trace.predict(op, x)
         first = next((step for step in steps if step.status == "kernel"), None)
         if (first is not None and first.key.startswith("Autograd") and first.entry.kind == "backend fallback"
@@ -567,6 +609,10 @@ def composite_key(path: Path) -> Result:
                     problems.append("no gradient: the output has no grad_fn")
                 elif not torch.allclose(grad, torch.sigmoid(2 * x.detach())):
                     problems.append(f"wrong gradient at x = {x.detach().tolist()}: {grad.tolist()}")
+                elif not (second := torch.autograd.grad(op(x).sum(), x, create_graph=True)[0]).requires_grad:
+                    problems.append("with create_graph=True (double backward: a Hessian, a gradient penalty) the "
+                                    "gradient has no history of its own, so its derivative is lost: a kernel made of "
+                                    "torch operations, at the right key, is differentiable as many times as they are")
             with torch.no_grad():
                 with contextlib.suppress(NotImplementedError, RuntimeError):  # told above
                     op(torch.randn(3))
@@ -586,7 +632,7 @@ def composite_key(path: Path) -> Result:
 
 
 def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(a, b) for 02.meta_kernel: ranks 0 to 4, empty, non-contiguous and channels_last tensors, float32 and float64 in
+    """(a, b) for 02.meta_kernel: ranks 0 to 5, empty, non-contiguous and channels_last tensors, float32 and float64 in
     every pairing (a 0-d tensor's dtype weighs less in type promotion than one with dimensions)."""
     f32, f64 = torch.float32, torch.float64
     generator = torch.Generator().manual_seed(0)
@@ -602,7 +648,8 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
             (tensor(2, f32), tensor((3, 1, 2), f32).transpose(0, 2)),
             (channels_last := tensor((2, 3, 2, 2), f32).contiguous(memory_format=torch.channels_last), tensor((), f32)),
             (channels_last, tensor(2, f64)),
-            (tensor(1, f64), tensor(3, f32))]  # one element, yet a dimension: its dtype weighs as much as b's
+            (tensor(1, f64), tensor(3, f32)),  # one element, yet a dimension: its dtype weighs as much as b's
+            (tensor((1, 2, 1, 2, 1), f32), tensor((2, 1, 1, 1, 2), f32))]  # ranks 5 and 5: an output of rank 10
 
 
 def _described(tensor: torch.Tensor) -> str:
@@ -621,6 +668,9 @@ def _meta_difference(real: torch.Tensor, fake: torch.Tensor, inputs: tuple[torch
         return f"your kernel returns shape {list(fake.shape)}; the CPU kernel {list(real.shape)}"
     if fake.dtype != real.dtype:
         return f"your kernel returns {fake.dtype}; the CPU kernel {real.dtype}"
+    if fake.is_inference():
+        return ("your kernel returns an inference tensor (made under c10::InferenceMode): the CPU kernel's output is a "
+                "normal tensor, and an in-place update of an inference tensor outside InferenceMode is refused")
     if any(fake.untyped_storage()._cdata == tensor.untyped_storage()._cdata for tensor in inputs):
         return ("your kernel returns a view of an input, sharing its storage: the CPU kernel returns a new tensor, and "
                 "the schema promises one")
@@ -715,6 +765,10 @@ def meta_kernel(path: Path) -> Result:
             continue
         if difference := _meta_difference(real, fake, on_meta):
             problems.append(f"{what} {difference}")
+        elif (again := outer(*on_meta)) is fake or again.untyped_storage()._cdata == fake.untyped_storage()._cdata:
+            problems.append(f"{what} two calls returned the same tensor (or two views of one): each call's output is "
+                            "the caller's own, as the CPU kernel's is, and a caller that writes into one (resize_, "
+                            "unsqueeze_, a meta-device model's initialization) changes the other")
     if problems:
         more = f"\n(and {len(problems) - 3} more)" if len(problems) > 3 else ""
         return Result(False, "\n".join(problems[:3]) + more + "\nThe Meta kernel must give what the CPU kernel "
@@ -999,6 +1053,22 @@ def _inplace_other_autograd_keys(op, ran: list[str]) -> list[str]:
     return []
 
 
+def _inplace_loop(op):
+    """For _keyset_kept_apart: add_(x.clone(), ones) 300 times on one device, recording a graph; x + 1
+    expected on CPU, a meta tensor on meta."""
+    def calls(device: str) -> str | None:
+        x, other = torch.zeros(3, device=device, requires_grad=True), torch.ones(3, device=device)
+        for _ in range(300):
+            try:
+                y = op(x.clone(), other)
+            except Exception as error:  # noqa: BLE001 - a wrong kernel on the other device raises anything
+                return f"a call on {device} tensors raised {type(error).__name__}: {str(error).splitlines()[0][:150]}"
+            if y.device.type != device or device == "cpu" and not torch.equal(y.detach(), other):
+                return f"a call on {device} tensors gave {y.detach().tolist() if device == 'cpu' else y.device}"
+        return None
+    return calls
+
+
 def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
     """What exercise::add_ must do under autograd: [] when it does, else the problems. `ran` lists the check's kernels
     below autograd as they run, `autograd_runs` the reader's Autograd kernel's."""
@@ -1167,6 +1237,47 @@ def _exported(function, *args) -> str | None:
     return None
 
 
+def _leaf_refused(op) -> str | None:
+    """add_ into a leaf that requires grad: refused, as torch's add_ refuses it, before anything is written."""
+    leaf = torch.zeros(3, requires_grad=True)
+    try:
+        op(leaf, torch.ones(3))
+    except RuntimeError:
+        if leaf._version == 0 and not leaf.detach().any():
+            return None
+        return (f"add_ into a leaf that requires grad was refused only after it wrote into the leaf (now "
+                f"{leaf.detach().tolist()}, version {leaf._version}): torch's add_ refuses before writing, as the "
+                f"Autograd kernel you were given does; Function.apply refuses a dirty leaf only after forward ran")
+    return ("add_ into a leaf that requires grad ran: torch's add_ refuses it (a leaf's value is what autograd "
+            "differentiates with respect to), and so does the Autograd kernel you were given")
+
+
+def _keyset_kept_apart(call, what: str, function: type) -> str | None:
+    """`call(device)` (a loop of calls on that device's tensors; a string where one went wrong) in two threads at once,
+    one on CPU tensors and one on meta tensors: None where each call ran with its own keyset, else the diagnosis. A
+    keyset kept anywhere but in the call (on the class, in a global) is another thread's by the time forward reads
+    it, if the thread is switched between the two. CPython's lock rarely switches threads there; a Python without it
+    (3.13t) runs both at once: the check makes the switch, yielding at each `function.apply`."""
+    import time
+
+    apply = function.apply
+
+    def apply_after_a_switch(*args):
+        time.sleep(0)  # the other thread runs now
+        return apply(*args)
+
+    function.apply = apply_after_a_switch
+    try:
+        wrong = _first_wrong_in_threads(call, ("cpu", "meta"))
+    finally:
+        function.apply = apply
+    if wrong:
+        return (f"called from two threads at once, one on CPU tensors and one on meta tensors, {what}: {wrong}: the "
+                f"call ran with the other thread's keyset. A keyset kept where another call finds it (on the class, "
+                f"in a global) is overwritten by that call; hand it to forward as an argument of apply")
+    return None
+
+
 @exercise("03.inplace_autograd", "hard")
 def inplace_autograd(path: Path) -> Result:
     ran = []
@@ -1226,6 +1337,10 @@ def inplace_autograd(path: Path) -> Result:
             problems.append("under torch.no_grad() add_ wrote into z, and z's version counter did not move")
         if not problems and (told := _exported(lambda x, other: op(x.clone(), other) * 2,
                                                torch.randn(3, requires_grad=True), torch.randn(3))):
+            problems.append(told)
+        if not problems and (told := _keyset_kept_apart(_inplace_loop(op), "add_", answer.AddInPlace)):
+            problems.append(told)
+        if not problems and (told := _leaf_refused(op)):
             problems.append(told)
     hint = "\nLook again at lesson 03, section 4 (in-place operators and gradients)." if problems else ""
     return Result(not problems, "\n".join(problems) + hint if problems else "both inputs get their gradients, and "
@@ -1336,6 +1451,28 @@ def _cube_beyond_the_samples(cube) -> str | None:
                 f"{_values(grad)}, right {_values(3 * x.detach() ** 2)} for {_values(x.detach())}. Your backward used "
                 "something computed for the earlier x: a tensor's address and version do not tell it from another "
                 "(lesson 04, section 1: what forward saves, each time).")
+    # Fresh tensors one after the other, each freed before the next (a training loop): Python reuses a freed object's
+    # id(), so something kept by id() is found again for another x.
+    for step in range(1, 21):
+        x = torch.full((2,), 0.5 * step, dtype=torch.float64, requires_grad=True)
+        (grad,) = torch.autograd.grad(cube(x), x, torch.ones(2, dtype=torch.float64))
+        if not torch.allclose(grad, 3 * x.detach() ** 2):
+            return (f"for fresh tensors x one after the other (a loop, each freed before the next), at step {step}: "
+                    f"d/dx {_values(grad)}, right {_values(3 * x.detach() ** 2)} for {_values(x.detach())}. Your "
+                    "backward used something computed for an earlier x: Python gives a new tensor the id() of a "
+                    "freed one (lesson 04, section 1: what forward saves, each time).")
+    # Two forwards, then their backwards (two micro-batches, gradient accumulation): each backward reads what its own
+    # forward saved.
+    first = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    second = torch.tensor([3.0, 4.0], dtype=torch.float64, requires_grad=True)
+    first_out, second_out = cube(first), cube(second)
+    (grad,) = torch.autograd.grad(first_out, first, torch.ones(2, dtype=torch.float64))
+    if not torch.allclose(grad, 3 * first.detach() ** 2):
+        return (f"two forwards (x1 = {_values(first.detach())}, then x2 = {_values(second.detach())}), then x1's "
+                f"backward: d/dx1 {_values(grad)}, right {_values(3 * first.detach() ** 2)}. Your backward read what "
+                "the second forward kept: keep what backward needs in ctx, which is this call's (lesson 04, section 1: "
+                "what forward saves).")
+    del second_out
     on_meta = torch.empty(3, dtype=torch.float64, device="meta", requires_grad=True)
     try:
         (grad,) = torch.autograd.grad(cube(on_meta), on_meta, torch.empty_like(on_meta))
@@ -1429,7 +1566,15 @@ def _nested(values: torch.Tensor) -> torch.Tensor:
         return torch.nested.nested_tensor([values, values[:2]])
 
 
-@exercise("04.redispatch", "hard")
+def _redispatch_crash(path: Path) -> str:
+    """Why 04.redispatch's process died: a call handed on by hand, past what the dispatcher checks."""
+    return ("Your forward crashed the process (a segmentation fault is torch reading memory that is not what it "
+            "expects): a call made with torch._C's unchecked entry points (op._op_dk, a dispatch key picked by hand, "
+            "a keyset the dispatcher never computes) can run a kernel on a tensor it cannot take.\nLook again at "
+            "lesson 03, section 3: how a kernel hands a call on, and what the dispatcher checks on the way")
+
+
+@exercise("04.redispatch", "hard", on_crash=_redispatch_crash)
 def redispatch(path: Path) -> Result:
     from contextlib import nullcontext
 
@@ -1575,6 +1720,21 @@ def redispatch(path: Path) -> Result:
                                  "one kept from an earlier call is the caller's, to change")
         if told := _exported(lambda x: op(x) * 2, torch.randn(3, requires_grad=True)):
             return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
+
+        def calls(device: str) -> str | None:  # for _keyset_kept_apart: 2x on CPU, a meta tensor on meta
+            x = values.to(device).requires_grad_()
+            for _ in range(300):
+                try:
+                    out = op(x)
+                except Exception as error:  # noqa: BLE001 - a kernel of the other device raises anything
+                    first_line = str(error).splitlines()[0][:150]
+                    return f"a call on {device} tensors raised {type(error).__name__}: {first_line}"
+                if out.device.type != device or device == "cpu" and not torch.equal(out.detach(), values * 2):
+                    return f"a call on {device} tensors gave {out.detach().tolist() if device == 'cpu' else out.device}"
+            return None
+
+        if told := _keyset_kept_apart(calls, "scale2", answer.Scale2):
+            return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
                             "mode's key and those of conjugate and negative views kept, with a gradient; the thread's "
                             "state as it was, after a refused call too")
@@ -1630,6 +1790,9 @@ def register_autocast(path: Path) -> Result:
                     why = (f"Your AutocastCPU kernel ran, but mm2's CPU kernel received {_dtype_names(received[-1])}: "
                            "both inputs must reach it in bfloat16: every input autocast may cast (lesson 05, section "
                            "2: what cached_cast casts).")
+                elif torch._C._dispatch_has_kernel_for_dispatch_key("exercise::mm2", "AutocastCPU"):
+                    why = ("Your AutocastCPU kernel raised this before mm2's CPU kernel ran: the error is your "
+                           "kernel's, or that of what it called.")
                 else:
                     why = "Nothing cast the inputs: the call went past AutocastCPU to the CPU kernel as it was."
                 return f"{what} raised: {str(error).splitlines()[0]}\n{why}"
@@ -1726,8 +1889,10 @@ def register_autocast(path: Path) -> Result:
         if problem:
             return Result(False, problem)
         library._destroy()
-        if torch._C._dispatch_has_kernel_for_dispatch_key("exercise::mm2", "AutocastCPU"):
-            return Result(False, "your AutocastCPU kernel outlives the Library you were given: the registration is "
+        autocast_keys = [name for name in torch._C.DispatchKey.__members__ if name.startswith("Autocast")]
+        if left := [key for key in autocast_keys
+                    if torch._C._dispatch_has_kernel_for_dispatch_key("exercise::mm2", key)]:
+            return Result(False, f"your {left[0]} kernel outlives the Library you were given: the registration is "
                                  "not in `lib`. Registered without lib=, it stays for the life of the process, and "
                                  "nothing can remove it; in a Library of your own, it stays as long as that object, "
                                  "out of the caller's reach (lesson 05, section 7)")
@@ -1786,6 +1951,12 @@ def _autocast_guard_crash(path: Path) -> str:
     if mentions(path, r"ExcludeDispatchKeyGuard\s*[({]"):
         return ("Your guard is a temporary: `ExcludeDispatchKeyGuard(...);` with no name is destroyed at the end of "
                 "that statement, before the call it was meant to cover. A guard works while its variable lives.")
+    if mentions(path, r"\bthread_local\b"):
+        return ("Your kernel crashed the process, and it keeps something in a thread_local variable: tensors held "
+                "there outlive the call, and are destroyed when their thread, or the process, ends, possibly after "
+                "what they refer to is gone. What a call needs lives in the call: a local variable (lesson 05, section "
+                "2). Other causes of such a crash: a kernel that calls the operator again with AutocastCPU still in "
+                "the keyset (a stack overflow, lesson 05, section 4), memory read after it was freed.")
     return ("Your kernel crashed the process. The likeliest cause, a stack overflow: your AutocastCPU kernel calls the "
             "operator again while AutocastCPU is still in the call's keyset, so the dispatcher sends the call back to "
             "the same kernel, forever (lesson 05, section 4). Other causes of such a crash: memory read after it was "
@@ -1799,6 +1970,7 @@ _F32, _BF16, _F16, _F64 = torch.float32, torch.bfloat16, torch.float16, torch.fl
 _SUM_SQUARES_IN_REGION = [
     ("inside autocast, xs in float32, bfloat16 and float16, no scale", [_F32, _BF16, _F16], None, _F32),
     ("a second call in the same region, xs and scale in bfloat16", [_BF16, _BF16], _BF16, _F32),
+    ("inside autocast, xs in float32 and scale alone in bfloat16", [_F32, _F32], _BF16, _F32),
     ("inside autocast, float64 inputs", [_F64, _F64], _F64, _F64),
 ]
 _SUM_SQUARES_AFTER_REGION = ("after the region, bfloat16 inputs", [_BF16, _BF16], _BF16, _BF16)
@@ -1982,9 +2154,9 @@ def autocast_guard(path: Path) -> Result:
     if problem := _sum_squares_fresh_tensors(op) or _sum_squares_in_threads(op):
         return Result(False, problem)
     return Result(True, (
-        "float32 below autocast for every eligible input, xs and scale, twice in one region and again in a second "
-        "one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's dispatch "
-        "state as it was; new tensors in freed memory, and four threads at once"))
+        "float32 below autocast for every eligible input, xs and scale, three times in one region and again in a "
+        "second one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's "
+        "dispatch state as it was; new tensors in freed memory, and four threads at once"))
 
 
 def _sum_squares_expected(xs) -> torch.Tensor:
@@ -2083,6 +2255,31 @@ def _specialized_sizes(op, cases: list, path: Path, lesson: str) -> Result | Non
     return None
 
 
+def _stack_unbacked(op, path: Path) -> Result | None:
+    """stack2 on fake tensors whose first size is unknown while tracing (the count of x[x > 0], as torch.export meets
+    after .item() or nonzero()), contiguous and channels_last: a fake kernel that decides on a size's value (== 0,
+    > 1) cannot be traced there; one that computes with sizes, and decides on strides' order, can."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    with mode:
+        count = mode.shape_env.create_unbacked_symint()
+        torch._check_is_size(count)
+        for layout in (torch.contiguous_format, torch.channels_last):
+            a = torch.empty(count, 3, 4, 5, memory_format=layout)
+            try:
+                op(a, a * 2)
+            except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
+                return Result(False, f"for two {'channels_last' if layout == torch.channels_last else 'contiguous'} "
+                                     f"tensors whose first size is unknown while tracing (the count of x[x > 0], as "
+                                     f"torch.export meets after .item()), your fake kernel raised "
+                                     f"{_raised(error, path)}\nA fake kernel that decides on a size's value (== 0, "
+                                     "> 1) cannot be traced where no value exists: compute with the sizes, and read "
+                                     "the layout from the strides' order (lesson 06, sections 3 and 5)")
+    return None
+
+
 @exercise("06.fake_kernel", "medium")
 def fake_kernel(path: Path) -> Result:
     def pair(a, b=None):
@@ -2155,9 +2352,9 @@ def fake_kernel(path: Path) -> Result:
                     ("two channels_last float32 tensors", channels_last, None),
                     ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
                     ("an int32 and a float32 tensor", torch.arange(6, dtype=torch.int32), torch.float32)]
-        return _specialized_sizes(op, symbolic, path, "lesson 06, section 5") or Result(
+        return _specialized_sizes(op, symbolic, path, "lesson 06, section 5") or _stack_unbacked(op, path) or Result(
             True, "shape, dtype, device and strides match the real kernel's, for every input, and symbolic sizes stay "
-                  "symbolic")
+                  "symbolic, an unknown one too")
 
 
 def _vmap_rule_cases() -> list[tuple]:
@@ -2284,8 +2481,26 @@ def vmap_rule(path: Path) -> Result:
                                      "tensor (a cache keyed on id() or a data pointer is one). A rule computes from "
                                      "the inputs it is given")
             del y
+        # Inputs the kernel refuses for each example (the loop of the skeleton's rule refuses them): so must a rule.
+        for what, x, y, in_dims in [
+                ("x of shape [4, 1, 6] batched in dimension 0 and y [5, 6] with no batch: rows of 1 and of 5",
+                 torch.randn(4, 1, 6), torch.randn(5, 6), (0, None)),
+                ("x [4, 5, 6] and y [4, 5, 1], both batched in dimension 0: rows of 6 and of 1 elements",
+                 torch.randn(4, 5, 6), torch.randn(4, 5, 1), (0, 0)),
+                ("x in float32 and y in float64, both [4, 5, 6] batched in dimension 0",
+                 torch.randn(4, 5, 6), torch.randn(4, 5, 6, dtype=torch.float64), (0, 0))]:
+            try:
+                out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
+            except Exception:  # noqa: BLE001 - refused, as each example's call is
+                continue
+            return Result(False, f"with {what}, which the kernel refuses for each example (two shapes, or two "
+                                 f"dtypes), vmap with your rule returned a result of shape {list(out.shape)}: a rule "
+                                 "that broadcasts or casts the inputs makes a call the operator never accepts, so a "
+                                 "batched model computes what the unbatched one refuses. Hand the kernel the inputs "
+                                 "as they are, their batch dimension lined up (lesson 06, section 6)")
         return Result(True, "one call, whichever inputs are batched and wherever their batch is, for empty batches, "
-                            "float64 and int64 too, on an input's new values, and on new inputs in freed memory")
+                            "float64 and int64 too, on an input's new values, and on new inputs in freed memory; "
+                            "what the kernel refuses, refused")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2333,6 +2548,15 @@ def records_graph(path: Path) -> Result:
         ("three inputs, the middle one alone requiring grad", False, lambda: [leaf(), leaf(grad=True), leaf()]),
         ("three inputs, a forward-mode tangent on the middle one", True, lambda: [leaf(), dual(torch.ones(2)), leaf()]),
         ("four inputs, the third requiring grad", False, lambda: [leaf(), leaf(), leaf(grad=True), leaf()]),
+        # Any tensor autograd differentiates: empty (a last, empty batch), 0-dim (a learnable scale), meta, sparse.
+        ("an empty input (shape [0]) that requires grad", False,
+         lambda: [torch.ones(0, requires_grad=True), torch.ones(0)]),
+        ("a 0-dim input (a scalar tensor) that requires grad", False,
+         lambda: [torch.tensor(2.0, requires_grad=True), leaf()]),
+        ("a meta input that requires grad", False,
+         lambda: [torch.ones(2, device="meta", requires_grad=True), torch.ones(2, device="meta")]),
+        ("a sparse COO input that requires grad", False,
+         lambda: [torch.ones(2).to_sparse().requires_grad_(), torch.ones(2).to_sparse()]),
     ]
 
     def addcmul_add(a, b, c, d):
@@ -2421,17 +2645,22 @@ class FakeTimer:
     """07.layer_cost's measurements, made up and repeatable: a call of the operator with the layer costs `cost` µs
     more than without, plus noise of `noise` µs (a standard deviation), drawn from `seed`. A drifting machine slows
     every call down as it runs; spikes hit one call in 16; a coarse timer counts whole steps of `step` µs (a power of
-    two: its multiples, and their differences, are exact). `calls` holds (with the layer?, the time returned)."""
+    two: its multiples, and their differences, are exact); a call right after a cold call of the other side runs
+    `second_faster` µs faster (that call warmed a cache for it; a warmed call warms nothing), so in a round the second
+    call is the faster. `calls` holds (with the layer?, the time returned)."""
 
     def __init__(self, cost: float, drift: float = 0.0, spikes: bool = False, noise: float = 0.03, seed: int = 7,
-                 step: float = 0.0):
+                 step: float = 0.0, second_faster: float = 0.0):
         self.cost, self.drift, self.spikes, self.noise, self.step, self.calls = cost, drift, spikes, noise, step, []
+        self.second_faster, self.warmed = second_faster, False
         self.random = random.Random(seed)
 
     def _time(self, layer: bool) -> float:
         n = len(self.calls)
         spike = 40.0 if self.spikes and n % 16 == 3 else 0.0
-        time = 2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike + (self.cost if layer else 0.0)
+        self.warmed = bool(self.calls) and self.calls[-1][0] != layer and not self.warmed
+        time = (2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike + (self.cost if layer else 0.0)
+                - (self.second_faster if self.warmed else 0.0))
         self.calls.append((layer, round(time / self.step) * self.step if self.step else time))
         return self.calls[-1][1]
 
@@ -2491,7 +2720,7 @@ def layer_cost(path: Path) -> Result:
     answer = load_python(path).layer_cost
     problems = []
     # A threshold of the reader's own, a fixed number of µs, is caught by two machines: a quiet one where 0.02 µs is a
-    # cost, and a noisy one where nothing is, though the median difference is 0.15 µs (seed 6; its first quartile is
+    # cost, and a noisy one where nothing is, though the median difference is 0.26 µs (seed 6; its first quartile is
     # below zero). 16 rounds, an even number, have no middle difference: their median lies between two.
     for what, timer, cost, rounds in [
             ("a layer of 0.40 µs on a steady machine", FakeTimer(0.4), 0.4, 15),
@@ -2502,6 +2731,8 @@ def layer_cost(path: Path) -> Result:
             ("no layer at all, on a noisy machine (noise of 0.3 µs)", FakeTimer(0.0, noise=0.3, seed=6), None, 15),
             ("no layer at all, timed in whole steps of 0.125 µs (most differences exactly 0)",
              FakeTimer(0.0, step=0.125), None, 15),
+            ("no layer at all, on a machine where the second call of a round runs 0.30 µs faster (a cache the first "
+             "warms), whichever side it times", FakeTimer(0.0, second_faster=0.3), None, 15),
             ("a layer of 0.40 µs on a steady machine, over 16 rounds", FakeTimer(0.4, seed=8), 0.4, 16)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
         made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}
@@ -2514,6 +2745,10 @@ def layer_cost(path: Path) -> Result:
             if result is not None:
                 problems.append(f"{what}: you report {_shown(result)}; the difference is within the noise, so report "
                                 "None")
+                firsts = {timer.calls[i][0] for i in range(0, len(timer.calls), 2)}
+                if timer.second_faster and len(firsts) == 1:
+                    problems[-1] += (f"; every round timed the call {'with' if firsts.pop() else 'without'} the layer "
+                                     "first, so what going second does lands in every difference")
             continue
         order = timer.order()
         if result is None:
@@ -2574,6 +2809,23 @@ def layer_cost(path: Path) -> Result:
 _AOTI_CALLS = ("lesson 08's model on 5 rows", "a second model (other weights) on 3 rows")
 
 
+def _padded_package(package: Path, to: Path, size: int) -> None:
+    """A copy of an AOTInductor package, `size` bytes long: an entry the loader never reads pads the archive."""
+    import shutil
+    import zipfile
+
+    padding = f"{zipfile.ZipFile(package).namelist()[0].split('/')[0]}/extra/padding"
+
+    def copy_with_padding(length: int) -> int:
+        shutil.copyfile(package, to)
+        with zipfile.ZipFile(to, "a", zipfile.ZIP_STORED) as archive:
+            archive.writestr(padding, b"\0" * length)
+        return to.stat().st_size
+
+    with_an_empty_entry = copy_with_padding(0)
+    copy_with_padding(size - with_an_empty_entry)
+
+
 @exercise("08.load_before_aoti", "easy")
 def load_before_aoti(path: Path) -> Result:
     import json
@@ -2595,11 +2847,14 @@ def load_before_aoti(path: Path) -> Result:
     with tempfile.TemporaryDirectory(prefix="workbook_08_") as elsewhere:
         site = shutil.copytree(installed, Path(elsewhere) / "site-packages")
         calls = []  # (the .pt2 file, x, every model's output for x): a wrong output may be another model's
+        # Both files of one size (two releases of one architecture often are), so that neither the name nor the size
+        # of a file tells one release from the other.
+        size = max(model_pt2.stat().st_size for _, model_pt2 in models) + 4096
         for n, ((_, model_pt2), rows) in enumerate(zip(models, (5, 3))):
             # Each model as a release of it is deployed: v1/model.pt2, v2/model.pt2, one file name.
             deployed = Path(elsewhere) / f"v{n + 1}" / "model.pt2"
             deployed.parent.mkdir()
-            shutil.copy(model_pt2, deployed)
+            _padded_package(model_pt2, deployed, size)
             x = torch.randn(rows, 32, generator=generator)
             with torch.no_grad():
                 calls.append((str(deployed), x, [model(x) for model, _ in models]))
@@ -2623,17 +2878,21 @@ def load_before_aoti(path: Path) -> Result:
                                              "threads": [threads, torch.get_num_threads()]}}))
             # A new release deployed over the first one's file, as a deployment replaces model.pt2 in place.
             (first, x_first, _), (second, x_second, outputs) = torch.load({str(Path(elsewhere) / "calls.pt")!r})
-            shutil.copyfile(second, first)
+            stamp = os.stat(first)
+            shutil.copyfile(second, first)  # of the same size, and given the old file's time (rsync -t, cp -p)
+            os.utime(first, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
             out = answer.run(first, x_second)
             print("REDEPLOYED", json.dumps({{"same": bool(torch.allclose(out, outputs[1], atol=1e-6))}}))
             for name, wrong in (("ONE ROW", torch.zeros(1, x.shape[1])), ("FLOAT64", x.double()),
                                 ("INT64", x.long())):
+                threads = torch.get_num_threads()
                 try:  # 1 row, below the smallest batch the package takes; float64: these the input checks refuse
                     answer.run(model_pt2, wrong)
                     refused = False
                 except Exception:  # noqa: BLE001 - the package's refusal, whatever its type
                     refused = True
-                print(name, json.dumps({{"refused": refused, "grad_mode": torch.is_grad_enabled()}}))
+                print(name, json.dumps({{"refused": refused, "grad_mode": torch.is_grad_enabled(),
+                                          "threads": [threads, torch.get_num_threads()]}}))
             with torch.no_grad():  # a caller with grad mode off gets it back off
                 answer.run(model_pt2, x)
                 print("NO GRAD", json.dumps({{"grad_mode": torch.is_grad_enabled()}}))
@@ -2687,9 +2946,10 @@ def load_before_aoti(path: Path) -> Result:
     redeployed = [json.loads(line.removeprefix("REDEPLOYED ")) for line in lines if line.startswith("REDEPLOYED ")]
     if redeployed and not redeployed[0]["same"]:
         return Result(False, "in the fresh Python, a second model copied over the first one's model.pt2 (a new release "
-                             "deployed in place), then run() on that file: not the new model's output. Something kept "
-                             "from the earlier call (a cache keyed on the file's name?) ran the old model: what run() "
-                             f"keeps must change when the file does.{hint}.")
+                             "deployed in place, a file of the same size, given the old file's time as rsync -t and "
+                             "cp -p give it), then run() on that file: not the new model's output. Something kept from "
+                             "the earlier call (a cache keyed on the file's name, size or time?) ran the old model: "
+                             f"what run() keeps must change when the file's contents do.{hint}.")
     if not one_row[0]["refused"]:
         return Result(False, "in the fresh Python, run() on a batch of 1 row, fewer than the package was exported for, "
                              "returned a result: the input checks that AOTI_RUNTIME_CHECK_INPUTS=1 turns on, which "
@@ -2698,6 +2958,11 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, "in the fresh Python, grad mode was off after run() raised (the package refused a batch "
                              "of 1 row), where it was on before: code that changes thread-local state must restore it "
                              "on every way out, an error's included (lesson 00, section 2).")
+    if one_row[0]["threads"][0] != one_row[0]["threads"][1]:
+        return Result(False, f"in the fresh Python, run() raised (the package refused a batch of 1 row) and left the "
+                             f"process's number of threads at {one_row[0]['threads'][1]}, where it was "
+                             f"{one_row[0]['threads'][0]}: a setting changed by hand must be restored on every way "
+                             "out, an error's included (try/finally).")
     for wrong, dtype in ((float64, "float64"), (int64, "int64")):
         if not wrong[0]["refused"]:
             return Result(False, f"in the fresh Python, run() on {dtype} rows, where the package was exported for "
@@ -2755,6 +3020,8 @@ def _stable_add_refused() -> list[tuple]:
         ("`self` of shape [4, 3] and `other` of shape [4, 1] (which would broadcast)", torch.ones(4, 3),
          torch.ones(4, 1)),
         ("`self` of shape [3, 4] and `other` of shape [3, 5]", torch.ones(3, 4), torch.ones(3, 5)),
+        ("`self` of shape [2, 3] and `other` of shape [5, 3] (the last sizes agree)", torch.ones(2, 3),
+         torch.ones(5, 3)),
         ("two int16 tensors", torch.ones(3, 4, dtype=torch.int16), torch.ones(3, 4, dtype=torch.int16)),
         ("two bool tensors", torch.ones(3, 4, dtype=torch.bool), torch.ones(3, 4, dtype=torch.bool)),
         ("two complex64 tensors", torch.ones(3, 4, dtype=torch.complex64), torch.ones(3, 4, dtype=torch.complex64)),
@@ -2837,17 +3104,17 @@ def stable_autograd(path: Path) -> Result:
                                  "CPU kernel refuses (read its checks): torch.compile and torch.export would trace a "
                                  "call that fails when it runs.\nLook again at lesson 02: the workbook's Meta kernels "
                                  "(csrc/meta.cpp) check what its CPU kernels check.")
-        # Fake CUDA tensors, as a GPU model is traced (no GPU needed): the operator has no CUDA kernel to run later.
-        on_cuda = torch.empty(3, 4, device="cuda")
-        try:
-            op(on_cuda, on_cuda)
-        except Exception:  # noqa: BLE001 - any error refuses the call
-            pass
-        else:
-            return Result(False, "on two float32 fake tensors on cuda, as torch.compile and torch.export trace a GPU "
-                                 "model, your fake kernel returned a tensor: the operator has a CPU kernel only, so "
-                                 "the traced program fails when it runs. A fake kernel refuses a device the operator "
-                                 "has no kernel for; meta, where it runs itself, it takes.")
+        # Fake CUDA (and XPU) tensors, as a GPU model is traced (no GPU needed): the operator has no kernel there.
+        for device in ("cuda", "xpu"):
+            on_device = torch.empty(3, 4, device=device)
+            try:
+                op(on_device, on_device)
+            except Exception:  # noqa: BLE001 - any error refuses the call
+                continue
+            return Result(False, f"on two float32 fake tensors on {device}, as torch.compile and torch.export trace "
+                                 "a model for that device, your fake kernel returned a tensor: the operator has a CPU "
+                                 "kernel only, so the traced program fails when it runs. A fake kernel refuses every "
+                                 "device the operator has no kernel for; meta, where it runs itself, it takes.")
     for grads in ((True, True), (True, False), (False, True)):
         case = f"float64 inputs, `other` transposed, requires_grad {grads}"
         a = torch.randn(3, 4, dtype=torch.float64, requires_grad=grads[0])
@@ -2894,6 +3161,18 @@ def stable_autograd(path: Path) -> Result:
         return Result(False, "two calls (shapes [3, 4], then [2, 5]), then the first call's backward: gradients of "
                              f"shapes {[list(grad.shape) for grad in grads]}: what backward needs comes from its own "
                              "call's ctx (lesson 04, section 1)" + hint)
+    # And of two dtypes: a float64 call, a bfloat16 one, then the float64 call's backward, in float64's precision.
+    first = [torch.randn(3, 4, dtype=torch.float64, requires_grad=True) for _ in range(2)]
+    out = op(*first)
+    op(*(torch.randn(3, 4, dtype=torch.bfloat16, requires_grad=True) for _ in range(2)))
+    grad_output = torch.randn(3, 4, dtype=torch.float64)
+    grads = torch.autograd.grad(out, first, grad_output)
+    if any(grad.dtype != torch.float64 or not torch.equal(grad, grad_output) for grad in grads):
+        error = max((grad.double() - grad_output).abs().max().item() for grad in grads)
+        return Result(False, "a float64 call, then a bfloat16 call, then the float64 call's backward (a random "
+                             f"grad_output): its gradients are off by up to {error:.2g}, as if computed in the second "
+                             "call's dtype: what backward needs comes from its own call's ctx (lesson 04, section 1)"
+                             + hint)
     for what, a, b, grads in _stable_add_opcheck_cases():
         a_, b_ = a.detach().requires_grad_(grads[0]), b.detach().requires_grad_(grads[1])  # fresh leaves, same strides
         with warnings.catch_warnings(record=True) as caught:
@@ -2991,6 +3270,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "a 3 x 4 x 5 `out` (the product broadcasts into it)": lambda to: (to(x), to(y), to(torch.ones(3, 4, 5))),
         "a 5 x 4 `out` (as many elements as the product, another shape)": lambda to: (
             to(x), to(y), to(torch.ones(5, 4))),
+        "an empty 0 x 5 `self` (an empty batch) times a row, into an empty `out`": lambda to: (
+            to(torch.empty(0, 5)), to(row), to(torch.empty(0))),
     }
     harder = {
         "a transposed view as `other`": lambda to: (to(x), to(columns).t(), to(z)),
@@ -3282,7 +3563,7 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
     def randn(*shape):
         return torch.randn(*shape, generator=generator)
 
-    a, b, bias, x = randn(3, 4), randn(3, 4), randn(3, 4), randn(2, 5)
+    a, b, bias, x, empty = randn(3, 4), randn(3, 4), randn(3, 4), randn(2, 5), randn(5, 0)
     c = randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
     index = torch.tensor([1, 0, 1])
     name = str(half).removeprefix("torch.")
@@ -3301,6 +3582,12 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
                         "mode")
             return None
         return written_and_returned
+
+    def views_of_x(out, args):
+        if any(piece.untyped_storage().data_ptr() != args[0][0].untyped_storage().data_ptr() for piece in out):
+            return ("a piece shares no memory with the caller's `x`: an operator whose outputs alias an input (a list "
+                    "of views, Tensor(a)[]) runs as it is")
+        return None
 
     def view_of_x(out, args):
         if out.untyped_storage().data_ptr() != args[0][0].untyped_storage().data_ptr():
@@ -3365,6 +3652,21 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          lambda d: ((fresh(x.abs(), d), fresh(x, d)), {}), torch.polar, same),
         (f"mul_out(a, b, out=out) in {name}, channels_last inputs, out empty: resized as the kernel lays it out",
          lambda d: ((fresh(c, d), fresh(c, d)), {"out": torch.empty(0, dtype=d)}), ops.mul_out, returns(0, "out")),
+        (f"fp32_only(a, b) in {name}, both empty (shape [5, 0])", lambda d: ((fresh(empty, d), fresh(empty, d)), {}),
+         ops.fp32_only, same),
+        (f"torch.split(x, 1) in {name}: a list of views of x", lambda d: ((fresh(x, d), 1), {}), torch.split,
+         views_of_x),
+        (f"mul_out(a, b, out=ws[:0]) in {name}: out carved from a workspace, resized within its memory",
+         lambda d: ((fresh(a, d), fresh(b, d)), {"out": torch.zeros(20, dtype=d)[:0]}), ops.mul_out,
+         returns(0, "out")),
+        (f"torch.mul(a, b) in {name}: one of aten's", lambda d: ((fresh(a, d), fresh(b, d)), {}), torch.mul, same),
+        (f"torch.mul(a, b, out=out) in {name}: the out= overload of the operator just called",
+         lambda d: ((fresh(a, d), fresh(b, d)), {"out": torch.empty(3, 4, dtype=d)}), torch.mul, returns(0, "out")),
+        (f"aten.mm.dtype(a, b.t(), torch.float32) in {name}, on meta: out_dtype, a positional argument, names the "
+         "output's dtype", lambda d: ((fresh(a, d).to("meta"), fresh(b.t(), d).to("meta"), torch.float32), {}),
+         torch.ops.aten.mm.dtype, same),
+        ("take_rows(index, x) with x in float8_e4m3fn: no float16 or bfloat16 tensor in the call",
+         lambda d: ((index, x.to(torch.float8_e4m3fn)), {}), ops.take_rows, same),
         ("torch.div(a, b) on int16 tensors: no float16 or bfloat16 tensor in the call",
          lambda d: ((torch.tensor([7, 9], dtype=torch.int16), torch.tensor([2, 4], dtype=torch.int16)), {}), torch.div,
          same),
@@ -3425,6 +3727,53 @@ def _upcast_difference(out, ref, half, named: torch.dtype | None = None) -> str 
     return None
 
 
+def _upcast_across_calls(mode) -> str | None:
+    """One weight in two calls, written into between them outside the mode (an optimizer step): the second call reads
+    its new values; and the mode keeps none of the caller's tensors alive after the calls."""
+    import gc
+    import weakref
+
+    weight, x = torch.full((3, 4), 2.0, dtype=torch.float16), torch.ones(3, 4, dtype=torch.float16)
+    with mode:
+        torch.ops.exercise.fp32_only(weight, x)
+    weight.fill_(5.0)
+    with mode:
+        second = torch.ops.exercise.fp32_only(weight, x)
+    if not torch.equal(second, torch.full((3, 4), 5.0, dtype=torch.float16)):
+        return (f"fp32_only(w, x), then w.fill_(5.0) outside the mode, then fp32_only(w, x) again: the second call "
+                f"gave {second[0, 0].item()} where w * x is 5.0: a float32 copy kept from the first call was used for "
+                "w's new values. A copy is made for the call that needs it")
+    kept = weakref.ref(weight)
+    del weight, second
+    gc.collect()
+    if kept() is not None:
+        return ("after two calls, the caller dropped its weight, and your mode still holds it (or its copy holds it): "
+                "a mode that keeps every tensor it sees keeps a model's activations and weights alive for as long as "
+                "the mode lives")
+    return None
+
+
+def _upcast_traced(mode) -> str | None:
+    """make_fx traces a function that calls fp32_only under the mode: the graph must compute from its inputs. The
+    mode's own casts reach the tracing mode below it (they are calls like any other); hidden from it, the float32
+    copies of the example inputs become constants of the graph."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def under_the_mode(a, b):
+        with mode:
+            return torch.ops.exercise.fp32_only(a, b)
+
+    graph = make_fx(under_the_mode)(torch.ones(3, dtype=torch.float16), torch.ones(3, dtype=torch.float16))
+    a, b = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16), torch.full((3,), 7.0, dtype=torch.float16)
+    out = graph(a, b)
+    if not torch.equal(out, a * b):
+        return (f"make_fx traced a function that calls fp32_only under your mode, on ones; the graph, run on new "
+                f"inputs, gave {out.tolist()} where a * b is {(a * b).tolist()}: the graph holds the example inputs' "
+                "float32 copies as constants. Your mode made its casts where the modes below it (make_fx's tracer, "
+                "FakeTensorMode) could not see them; made plainly inside __torch_dispatch__, they reach those modes")
+    return None
+
+
 @exercise("10.upcast_mode", "medium")
 def upcast_mode(path: Path) -> Result:
     from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
@@ -3439,7 +3788,9 @@ def upcast_mode(path: Path) -> Result:
         for half in _HALF:
             for what, make, call, check in _upcast_cases(half):
                 ref_args = make(torch.float32)
+                received.clear()
                 ref = call(*ref_args[0], **ref_args[1])
+                ref_received = list(received)  # what the kernel gets without the mode
                 args = make(half)
                 received.clear()
                 try:
@@ -3465,9 +3816,14 @@ def upcast_mode(path: Path) -> Result:
                                          "of x: its output is a view of the copy, and shares no memory with the "
                                          f"caller's x. An operator whose output aliases an input runs as it is{hint}")
                 has_half = any(isinstance(t, torch.Tensor) and t.dtype in _HALF for t in tree_flatten(args)[0])
-                named = args[1].get("dtype")
+                named = next((v for v in tree_flatten(args)[0] if isinstance(v, torch.dtype)), None)
                 if problem := _upcast_difference(out, ref, half if has_half else None, named) or check(out, args):
                     return Result(False, f"{what}: {problem}{hint}")
+                if not has_half and received != ref_received:
+                    got = ", ".join(str(d).removeprefix("torch.") for _, dtypes in received[:1] for d in dtypes)
+                    return Result(False, f"{what}: the kernel received {got or 'nothing'}, where the call without the "
+                                         "mode hands it its tensors as they are: a call with no float16 or bfloat16 "
+                                         f"tensor runs as it is{hint}")
                 if differs := _upcast_arguments_differ(args, ref_args):
                     return Result(False, f"{what}: after the call, {differs}, where the call without the mode left "
                                          f"the result there: the operator writes it (its schema's (a!)), so the "
@@ -3505,6 +3861,8 @@ def upcast_mode(path: Path) -> Result:
                                      f"never saw fp32_only: your mode hid the calls it made from the modes below it "
                                      f"on the stack. func(...) hands the call on to them (lesson 10, section 1: "
                                      f"modes stacked){hint}")
+        if problem := _upcast_across_calls(mode) or _upcast_traced(mode):
+            return Result(False, f"{problem}{hint}")
         # float64 and integer calls: nothing to cast, so nothing cast.
         received.clear()
         with mode:
@@ -3562,7 +3920,9 @@ def dynamic_fake(path: Path) -> Result:
                ("an int32 x", torch.arange(-2, 4, dtype=torch.int32)),
                ("a 0-d x, negative", torch.tensor(-2.0)), ("a 0-d x, positive", torch.tensor(3.0)),
                ("an x of one element, negative", torch.tensor([-1.0])),
-               ("a uint8 x", torch.arange(0, 6, dtype=torch.uint8))]
+               ("a uint8 x", torch.arange(0, 6, dtype=torch.uint8)),
+               ("an int8 x", torch.arange(-3, 3, dtype=torch.int8)),
+               ("a bool x", torch.tensor([True, False, True]))]
     with operator("positives(Tensor x) -> Tensor", lambda x: x[x > 0]) as library:
         torch.library.register_fake("exercise::positives", answer.fake, lib=library)
         op = torch.ops.exercise.positives.default
@@ -3587,14 +3947,18 @@ def dynamic_fake(path: Path) -> Result:
             def forward(self, x):
                 return op(x) * 2
 
+        doing = "torch.export with a Dim, of a function that calls positives, on 5 rows"  # for an error's diagnosis
         try:
             program = torch.export.export(Doubled(), (torch.randn(5, 3, generator=generator),),
                                           dynamic_shapes={"x": {0: torch.export.Dim("rows")}})
-            x = torch.randn(7, 3, generator=generator)
-            if not torch.equal(program.module()(x), x[x > 0] * 2):
-                return Result(False, "torch.export with a Dim: the exported program gives other values than eager"
-                                     + hint)
+            # More rows, then more positive elements than the example had elements at all: a bound taken from the
+            # example refuses them.
+            for doing, x in [("the exported program, run on 7 rows", torch.randn(7, 3, generator=generator)),
+                             ("the exported program, run on 7 rows of positive elements only", torch.ones(7, 3))]:
+                if not torch.equal(program.module()(x), x[x > 0] * 2):
+                    return Result(False, f"{doing}: other values than eager" + hint)
             inputs = [*((f"{rows} rows", torch.randn(rows, 3, generator=generator)) for rows in (4, 6)),
+                      ("8 rows of positive elements only", torch.ones(8, 3)),
                       ("an x with no positive element", -torch.ones(2, 3)),
                       ("an x with one positive element", torch.tensor([[-1.0, 2.0, -3.0], [-4.0, -5.0, -6.0]])),
                       ("a 2 x 3 x of positive elements only", torch.ones(2, 3))]
@@ -3602,6 +3966,7 @@ def dynamic_fake(path: Path) -> Result:
                 torch._dynamo.reset()  # a compile of its own: the other setting's graphs would serve these calls
                 compiled = torch.compile(Doubled(), backend="aot_eager", fullgraph=True, dynamic=dynamic)
                 for what, x in inputs:
+                    doing = f"torch.compile(fullgraph=True, dynamic={dynamic}) of it, called on {what}"
                     if not torch.equal(compiled(x), x[x > 0] * 2):
                         return Result(False, f"torch.compile(fullgraph=True, dynamic={dynamic}): other values than "
                                              f"eager on {what}{hint}")
@@ -3613,6 +3978,7 @@ def dynamic_fake(path: Path) -> Result:
 
             x = torch.tensor([1.0, 2.0, -3.0])
             want = two_counts(x.clone())
+            doing = "torch.compile of positives(x), then x.neg_(), then positives(x) again"
             if not torch.equal(got := torch.compile(two_counts, backend="aot_eager", fullgraph=True)(x.clone()), want):
                 return Result(False, f"torch.compile of positives(x), then x.neg_(), then positives(x) again, "
                                      f"returning 10 * the first count + the second: {got.item():g} where eager gives "
@@ -3620,7 +3986,13 @@ def dynamic_fake(path: Path) -> Result:
                                      f"(something kept between calls?){hint}")
         except Exception as error:  # noqa: BLE001 - export and compile wrap whatever the fake kernel raised
             cause = _innermost(error)
-            return Result(False, f"torch.export or torch.compile of a function that calls positives failed: "
-                                 f"{type(cause).__name__}: {str(cause).strip().splitlines()[0][:240]}{hint}")
+            said = str(cause).strip().splitlines()[0][:240]
+            if "memo disaster" in said:  # torch's internal assertion, in its own words
+                said += (" (torch found one size symbol standing for two outputs: a fake kernel makes a new size for "
+                         "each call, never one kept from an earlier call)")
+            elif "Runtime assertion failed" in said:
+                said += (" (a bound your fake kernel gave the size, or a check it made on it, does not hold for this "
+                         "input, which eager takes)")
+            return Result(False, f"{doing}: failed: {type(cause).__name__}: {said}{hint}")
     return Result(True, "opcheck passes on every input; on symbolic sizes a 1-D output of its own size, no size "
                         "pinned; on x's device; exported with a Dim and compiled with fullgraph=True")

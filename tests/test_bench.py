@@ -7,7 +7,7 @@ import torch
 
 from bench import build_times, dispatch_cost, kernels
 from bench import device as device_bench
-from bench.timing import Cost
+from bench.timing import Cost, interleaved
 from helpers import build
 
 
@@ -18,6 +18,13 @@ def test_a_cost_counts_only_above_the_noise_and_is_never_printed_negative():
     # asked for a signed answer, a difference wholly below zero is a saving, still printed without a minus sign
     assert Cost.between([1.0, 1.0, 1.0, 1.0], [1.2, 1.3, 1.2, 1.3]).describe("µs", signed=True).startswith("saves 0.2")
     assert Cost.between([1.0, 1.2, 0.9, 1.1], [1.1, 1.0, 1.0, 1.0]).describe("µs", signed=True) == "within noise here"
+
+
+def test_interleaved_rounds_reverse_their_order_every_other_round():
+    order = []
+    samples = interleaved({name: lambda name=name: order.append(name) or len(order) for name in "abc"}, rounds=4)
+    assert order == list("abccbaabccba")
+    assert samples == {"a": [1, 6, 7, 12], "b": [2, 5, 8, 11], "c": [3, 4, 9, 10]}
 
 
 def test_every_layer_of_the_loaded_stage_is_timed_from_python_and_cpp(workbook):

@@ -9,8 +9,8 @@ kernel must not run again), and tells autograd that `x` was modified in place; a
 backward must give x and other their gradients. (csrc's AddInPlace skips ADInplaceOrView, safely only because
 mark_dirty bumps the one version that key's kernel would: torch's own Autograd kernels for in-place operators hand the
 call on to it, lesson 03, section 4.) The check calls it on CPU, meta, nested and mkldnn tensors, also with an `x`
-that does not require grad, and inside a TorchDispatchMode, which must see the call; each call must leave the
-thread's dispatch state as it found it.
+that does not require grad, on a leaf that requires grad (refused), inside a TorchDispatchMode, which must see the
+call, and from two threads at once; each call must leave the thread's dispatch state as it found it.
 """
 
 import torch

@@ -5,15 +5,25 @@ layer (an Autograd kernel, say) and returns microseconds; `time_without()` the s
 the layer's cost as (median, first quartile, third quartile) in microseconds (any usual definition of a quartile),
 over `rounds` rounds, or None when the cost is within the noise of the machine. The check hands you made-up timers,
 and counts your calls: a steady machine, one that slows down as it runs, one with spikes, a quiet one with a small
-layer, and three where the layer costs nothing, one of them noisy and one whose timer counts whole steps; over an odd
-and an even number of rounds.
+layer, and four where the layer costs nothing, one of them noisy, one whose timer counts whole steps, and one where
+the second call of a round runs faster than the first, whichever side it times; over an odd and an even number of
+rounds.
 """
 
 import statistics
 
 
 def layer_cost(time_with, time_without, rounds: int):
-    # Both sides in every round, one after the other: a slow moment of the machine hits both alike.
-    differences = [time_with() - time_without() for _ in range(rounds)]
+    # Both sides in every round, one after the other: a slow moment of the machine hits both alike. Which side goes
+    # first alternates, so that what going first does to a call (a cache it warms for the next) cancels out.
+    differences = [one_round(time_with, time_without, with_first=r % 2 == 0) for r in range(rounds)]
     q1, median, q3 = statistics.quantiles(differences, n=4, method="inclusive")
     return (median, q1, q3) if q1 > 0 else None  # a cost only where the whole interquartile range is above zero
+
+
+def one_round(time_with, time_without, with_first: bool) -> float:
+    if with_first:
+        with_ = time_with()
+        return with_ - time_without()
+    without = time_without()
+    return time_with() - without

@@ -100,7 +100,7 @@ def load_cpp(name: str, path: Path, label: str) -> None:
     from helpers import build  # here: it imports torch's cpp_extension, which a notebook's show() and check() never use
 
     try:
-        build.load_sources(name, [path], label=label)
+        build.load_sources(name, [path], label=label, optimize=False)  # an answer's speed is not judged
     except build.CompileError as error:  # a line, then the compiler's first errors: the reader needs them all
         raise Diagnosis(shortened_paths(str(error), path)) from None
     WATCHDOG.start()
@@ -133,9 +133,9 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
     the_literals_own = {id(n) for target in targets for n in ast.walk(target)}
     if rebound := sorted(getattr(node, "lineno", 0) for node in ast.walk(tree)
                          if _rebinds(node, name) and id(node) not in the_literals_own):
-        raise Diagnosis(f"line {rebound[0]} of your file could set {name} otherwise when the file runs: the check "
-                        f"reads {name} from your file without running it, so {name} must be one literal, {what}, set "
-                        "once")
+        lines = " and ".join(str(line) for line in sorted({*rebound, written.lineno}))
+        raise Diagnosis(f"lines {lines} of your file could each set {name} when the file runs: the check reads {name} "
+                        f"from your file without running it, so {name} must be one literal, {what}, set once")
     try:
         value = ast.literal_eval(values[-1])
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

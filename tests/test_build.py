@@ -55,6 +55,14 @@ def test_cache_key_covers_sources_headers_and_flags(tiny_csrc):
     assert build.cache_key(sources) != key
 
 
+def test_an_unoptimized_build_is_a_library_of_its_own_at_O1(tiny_csrc):
+    fast_code = build.load_sources("tiny", [tiny_csrc / "tiny.cpp"])
+    fast_build = build.load_sources("tiny", [tiny_csrc / "tiny.cpp"], optimize=False)
+    assert fast_build.library != fast_code.library and ctypes.CDLL(str(fast_build.library)).tiny_value() == 1
+    ninja = (fast_build.library.parent / "build.ninja").read_text()
+    assert " -O1 " in ninja and " -O3 " not in ninja
+
+
 def test_toolchain_compiles_for_torchs_cpu_capability():
     tools = toolchain.toolchain()
     capability = torch.backends.cpu.get_cpu_capability()

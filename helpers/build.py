@@ -135,13 +135,12 @@ def load_sources(name: str, sources: list[Path], label: str | None = None, optim
     label = label or f"{name} ({', '.join(source.name for source in sources)})"
     tools = toolchain.toolchain()
     cflags, ldflags = tools.flags(sources)
-    pch = toolchain.precompiled_header(sources, cflags)  # the same flags cold or warm: ninja rebuilds on a change
-    if not optimize:
-        cflags = ["-O1" if flag == "-O3" else flag for flag in cflags]
-    library = _library(name, sources, [tools.compiler, *cflags, *ldflags])
-    cflags += pch
+    optimized = cflags if optimize else ["-O1" if flag == "-O3" else flag for flag in cflags]
+    library = _library(name, sources, [tools.compiler, *optimized, *ldflags])
     if str(library) not in torch.ops.loaded_libraries:
         guard.check_namespaces_free(label[:1].upper() + label[1:], sources)
+    # Built with the -O3 flags, and read at -O1 too. The same flags cold or warm: ninja rebuilds on a change.
+    cflags = optimized + toolchain.precompiled_header(sources, cflags)
     library.parent.mkdir(parents=True, exist_ok=True)
     cold = not library.exists()
     if cold and toolchain.is_parallel(sources) and not tools.openmp.startswith("OpenMP on"):

@@ -23,6 +23,9 @@ os.environ["WORKBOOK_EXERCISES"] = "skeletons"
 # inherit it. A reader's JupyterLab runs one kernel and keeps OpenMP's default.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# Lesson 07's measurements in 3 rounds, not 9 (bench/timing.py): nbval compares none of their numbers.
+os.environ.setdefault("WORKBOOK_QUICK_TIMING", "1")
+
 
 # The notebooks' kernel: ipykernel forked from the session's fork server (helpers/forked_kernel.py), found in
 # .jupyter/kernels/ (JupyterLab, without this path, offers only the usual kernel). A kernel named on the command line

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from bench.kernels import machine
-from bench.timing import Cost, Spread, interleaved, micros, micros_timer
+from bench.timing import ROUNDS, Cost, Spread, interleaved, micros, micros_timer
 from helpers import build, python_ops, trace
 
 FALLBACK = ("schemas", "cpu", "dispatch_bench")
@@ -118,7 +118,8 @@ def cpp_ns(state: State, calls: int) -> float:
         return torch.ops.workbook_bench.ns_per_call(a, b, state.op, state.how, calls)
 
 
-def measure(stage: tuple[str, ...], rounds: int = 9, seconds: float = 0.005, calls: int = 20_000) -> list[LayerCost]:
+def measure(stage: tuple[str, ...], rounds: int = ROUNDS, seconds: float = 0.005,
+            calls: int = 20_000) -> list[LayerCost]:
     """Each layer of LAYERS in `stage` (whose layers must be the ones loaded): its call with the layer minus without,
     from Python (µs) and from C++ (ns), round by round."""
     ours_at_autograd = trace.dispatch_table(torch.ops.workbook.add)["AutogradCPU"].ours
@@ -140,13 +141,13 @@ def measure(stage: tuple[str, ...], rounds: int = 9, seconds: float = 0.005, cal
                       Cost.between(cpp[layer.on], cpp[layer.off])) for layer in layers]
 
 
-def call_totals(rounds: int = 9, seconds: float = 0.005, calls: int = 20_000) -> dict[str, Spread]:
+def call_totals(rounds: int = ROUNDS, seconds: float = 0.005, calls: int = 20_000) -> dict[str, Spread]:
     """The plain call of workbook::add, whole, in µs: from Python, from C++ through every layer, and from C++
     straight to the CPU kernel; aten's add from Python for scale. Run with OURS loaded."""
     return call_parts(rounds, seconds, calls)[0]
 
 
-def call_parts(rounds: int = 9, seconds: float = 0.005,
+def call_parts(rounds: int = ROUNDS, seconds: float = 0.005,
                calls: int = 20_000) -> tuple[dict[str, Spread], dict[str, Cost], Spread]:
     """call_totals(), and from the same rounds, round by round: what the call from Python adds over the call from C++
     (µs), what the dispatcher's layers add over the CPU kernel alone, from C++ (ns), and the first as a share of the
@@ -181,7 +182,7 @@ ENTRY_DIFFERENCES = [("the generic OpOverload path, over aten's generated bindin
                       "aten::add's CPU kernel, from C++", "workbook::add's CPU kernel, from C++")]
 
 
-def entry_points(rounds: int = 9, seconds: float = 0.005,
+def entry_points(rounds: int = ROUNDS, seconds: float = 0.005,
                  calls: int = 20_000) -> tuple[dict[str, Spread], dict[str, Cost]]:
     """µs per call of add through each Python entry point, and of the two CPU kernels alone from C++ (needs the
     dispatch_bench layer); and the differences of ENTRY_DIFFERENCES, round by round."""
@@ -195,7 +196,8 @@ def entry_points(rounds: int = 9, seconds: float = 0.005,
             {what: Cost.between(samples[slower], samples[faster]) for what, slower, faster in ENTRY_DIFFERENCES})
 
 
-def python_op_parts(rounds: int = 9, seconds: float = 0.005) -> tuple[dict[str, Spread], dict[str, Cost]]:
+def python_op_parts(rounds: int = ROUNDS,
+                    seconds: float = 0.005) -> tuple[dict[str, Spread], dict[str, Cost]]:
     """Where a call of a Python custom operator (helpers/python_ops.py's workbook_py::add) goes, in µs: its body alone,
     the dispatcher calling into it with autograd off (inference_mode), the whole call, and, where torch has it
     (2.14 and later), the whole call without custom_op's fast path into Python kernels; and the differences."""
@@ -237,7 +239,8 @@ COMPILE_LADDER = {
 }
 
 
-def compiled_call_parts(rounds: int = 9, seconds: float = 0.005) -> tuple[dict[str, Spread], dict[str, Cost]]:
+def compiled_call_parts(rounds: int = ROUNDS,
+                        seconds: float = 0.005) -> tuple[dict[str, Spread], dict[str, Cost]]:
     """One call of workbook::add on two 8-element tensors, eager and through torch.compile with each backend of
     COMPILE_LADDER (fullgraph; needs the meta layer), in µs, and Dynamo's guard check alone, timed from Python
     through torch._dynamo.eval_frame._debug_get_cache_entry_list (private); and the differences, round by round."""

@@ -10,7 +10,8 @@ backward must give x and other their gradients. (csrc's AddInPlace skips ADInpla
 mark_dirty bumps the one version that key's kernel would: torch's own Autograd kernels for in-place operators hand the
 call on to it, lesson 03, section 4.) The check calls it on CPU, meta, nested and mkldnn tensors, also with an `x`
 that does not require grad, on a leaf that requires grad (refused), inside a TorchDispatchMode, which must see the
-call, and from two threads at once; each call must leave the thread's dispatch state as it found it.
+call, on a tensor subclass with `__torch_dispatch__` (torch's TwoTensor), and from two threads at once; each call must
+leave the thread's dispatch state as it found it.
 """
 
 import torch

@@ -137,6 +137,10 @@ def _walk_cases():
          "does at a kernel that is not a backend's, whoever registered it."),
         ("aten::empty.memory_format([2]), a factory function: no tensor argument", torch.ops.aten.empty.memory_format,
          ([2],), nullcontext, _BACKEND_SELECT),
+        # torch.set_default_device works in Python, on torch.* functions (a TorchFunctionMode): an operator called
+        # through torch.ops without a device still makes a CPU tensor.
+        ("aten::zeros([2]) inside torch.device(\"meta\") (as torch.set_default_device(\"meta\") sets it)",
+         torch.ops.aten.zeros.default, ([2],), lambda: torch.device("meta"), _BACKEND_SELECT),
         ("aten::ones([2, 3]) inside torch.inference_mode()", torch.ops.aten.ones.default, ([2, 3],),
          torch.inference_mode, _BACKEND_SELECT),
         ("aten::_to_copy(y on meta), what y.to(torch.float64) calls", torch.ops.aten._to_copy.default,
@@ -530,7 +534,8 @@ def composite_key(path: Path) -> Result:
         for what, x, context in [("float32 CPU tensors",
                                   torch.tensor([-9.0, -5.0, -0.5, 0.0, 0.5, 3.0, 42.0]), nullcontext),
                                  ("float64 CPU tensors",
-                                  torch.tensor([-20.0, -9.0, -1.0, 0.0, 1.0, 3.0, 12.0, 100.0], dtype=torch.float64),
+                                  torch.tensor([-20.0, -9.0, -1.0, 0.0, 1.0, 3.0, 12.0, 13.0, 100.0],
+                                               dtype=torch.float64),
                                   nullcontext),
                                  ("a transposed CPU tensor", torch.randn(3, 2).t(), nullcontext),
                                  ("a channels_last CPU tensor", torch.randn(2, 3, 2, 2).contiguous(
@@ -907,7 +912,7 @@ def fallthrough(path: Path) -> Result:
         if changed:
             shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
             problems.append(f"your registration changed count_odd's entries at keys outside autograd ({shown}): the "
-                            "kernels below autograd must stay as they were")
+                            "entries at every other key must stay as they were")
         for device in ("cpu", "meta"):
             x = torch.arange(10, dtype=torch.int32, device=device)
             try:
@@ -1252,6 +1257,24 @@ def _leaf_refused(op) -> str | None:
             "differentiates with respect to), and so does the Autograd kernel you were given")
 
 
+def _subclass_passed_on(call, given: list, name: str) -> str | None:
+    """`call(x)` on a plain CPU tensor, then on a tensor subclass that carries the Python key itself (TwoTensor, torch's
+    test subclass: two tensors in one): below autograd the call must reach the subclass's __torch_dispatch__, which
+    hands the kernel the plain tensors inside. `given` lists the types the kernel received."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    call(torch.ones(3))  # a plain call first: a keyset kept from it is a plain CPU tensor's
+    given.clear()
+    out = call(TwoTensor(torch.ones(3), torch.ones(3)))
+    if any(kind != "Tensor" for kind in given) or type(out) is not TwoTensor:
+        return (f"on a tensor subclass that carries the Python key itself (TwoTensor, torch's test subclass: two "
+                f"tensors in one), {name}'s CPU kernel received {', '.join(given) or 'nothing'} and the call returned "
+                f"a {type(out).__name__}: the call below autograd skipped the Python key, which this call's keyset "
+                "holds, so the subclass's __torch_dispatch__ never ran. The keyset handed on is the call's own, each "
+                "time, not one kept from an earlier call")
+    return None
+
+
 def _keyset_kept_apart(call, what: str, function: type) -> str | None:
     """`call(device)` (a loop of calls on that device's tensors; a string where one went wrong) in two threads at once,
     one on CPU tensors and one on meta tensors: None where each call ran with its own keyset, else the diagnosis. A
@@ -1282,8 +1305,11 @@ def _keyset_kept_apart(call, what: str, function: type) -> str | None:
 def inplace_autograd(path: Path) -> Result:
     ran = []
 
+    given = []
+
     def cpu_kernel(x, other):  # a plain backend kernel: it writes, and bumps no version
         ran.append("CPU")
+        given.append(type(x).__name__)
         with torch._C._AutoDispatchBelowADInplaceOrView():
             return x.add_(other)
 
@@ -1341,6 +1367,8 @@ def inplace_autograd(path: Path) -> Result:
         if not problems and (told := _keyset_kept_apart(_inplace_loop(op), "add_", answer.AddInPlace)):
             problems.append(told)
         if not problems and (told := _leaf_refused(op)):
+            problems.append(told)
+        if not problems and (told := _subclass_passed_on(lambda x: op(x.clone(), torch.ones(3)), given, "add_")):
             problems.append(told)
     hint = "\nLook again at lesson 03, section 4 (in-place operators and gradients)." if problems else ""
     return Result(not problems, "\n".join(problems) + hint if problems else "both inputs get their gradients, and "
@@ -1456,11 +1484,14 @@ def _cube_beyond_the_samples(cube) -> str | None:
     for step in range(1, 21):
         x = torch.full((2,), 0.5 * step, dtype=torch.float64, requires_grad=True)
         (grad,) = torch.autograd.grad(cube(x), x, torch.ones(2, dtype=torch.float64))
-        if not torch.allclose(grad, 3 * x.detach() ** 2):
+        close = torch.allclose(grad, 3 * x.detach() ** 2)
+        got, right, at = _values(grad), _values(3 * x.detach() ** 2), _values(x.detach())
+        del grad, x  # x freed last, just before the next x is made: which then often gets its id()
+        if not close:
             return (f"for fresh tensors x one after the other (a loop, each freed before the next), at step {step}: "
-                    f"d/dx {_values(grad)}, right {_values(3 * x.detach() ** 2)} for {_values(x.detach())}. Your "
-                    "backward used something computed for an earlier x: Python gives a new tensor the id() of a "
-                    "freed one (lesson 04, section 1: what forward saves, each time).")
+                    f"d/dx {got}, right {right} for {at}. Your backward used something computed for an earlier x: "
+                    "Python gives a new tensor the id() of a freed one (lesson 04, section 1: what forward saves, "
+                    "each time).")
     # Two forwards, then their backwards (two micro-batches, gradient accumulation): each backward reads what its own
     # forward saved.
     first = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
@@ -1535,6 +1566,44 @@ def _cube_beyond_the_samples(cube) -> str | None:
     return None
 
 
+def _cube_third_derivative(cube) -> str | None:
+    """d3/dx3 of x ** 3 is 6 everywhere: a backward built from torch operators is differentiable as often as they
+    are; one whose own pieces stop the graph (a detach, a Function without a differentiable backward) is not."""
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad(cube(x).sum(), x, create_graph=True)
+    (second,) = torch.autograd.grad(first.sum(), x, create_graph=True)
+    try:
+        (third,) = torch.autograd.grad(second.sum(), x)
+    except RuntimeError as error:
+        return (f"a third derivative (d/dx of the second, create_graph=True twice): {str(error).splitlines()[0][:160]}"
+                f", where d3(x ** 3)/dx3 is 6: your backward is differentiable once, not as often as the torch "
+                f"operators it could be built from ({_CUBE_DIFFERENTIABLE}).")
+    if not torch.allclose(third, torch.full((3,), 6.0, dtype=torch.float64)):
+        return f"a third derivative: {_values(third)}, where d3(x ** 3)/dx3 is 6 ({_CUBE_DIFFERENTIABLE})."
+    return None
+
+
+def _cube_saves_through_autograd(cube) -> str | None:
+    """What forward keeps for backward, kept with ctx.save_for_backward: torch.autograd.graph.saved_tensors_hooks (what
+    save_on_cpu and activation checkpointing use) must see x. Kept on ctx as an attribute, it never reaches them."""
+    packed = []
+
+    def pack(tensor):
+        packed.append(tensor.shape)
+        return tensor
+
+    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        out = cube(x)
+    torch.autograd.grad(out.sum(), x)
+    if not packed:
+        return ("under torch.autograd.graph.saved_tensors_hooks (what torch.autograd.graph.save_on_cpu and activation "
+                "checkpointing use to move or drop saved tensors), your forward saved nothing through them: x was "
+                "kept another way (an attribute of ctx?), so those tools cannot free its memory, and autograd cannot "
+                "tell when x changes. ctx.save_for_backward keeps it as autograd expects (lesson 04, section 1).")
+    return None
+
+
 @exercise("04.backward", "medium")
 def backward(path: Path) -> Result:
     answer = load_python(path)
@@ -1550,8 +1619,11 @@ def backward(path: Path) -> Result:
             return Result(False, "gradcheck failed")
         if not torch.autograd.gradgradcheck(cube, (x,), raise_exception=False):
             return Result(False, f"gradgradcheck failed ({_CUBE_DIFFERENTIABLE}; section 2)")
+        if problem := _cube_third_derivative(cube) or _cube_saves_through_autograd(cube):
+            return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
-                            "a changed x refused; gradcheck and gradgradcheck passed")
+                            "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
+                            "where saved-tensor hooks see it")
 
 
 _PASSING_ON = "lesson 03, section 3: passing the call on, in C++ and in Python."
@@ -1578,11 +1650,12 @@ def _redispatch_crash(path: Path) -> str:
 def redispatch(path: Path) -> Result:
     from contextlib import nullcontext
 
-    ran, conjugate_bit = [], []
+    ran, conjugate_bit, given = [], [], []
 
-    def kernel(key: str):  # the kernels below autograd, each recording that it ran
+    def kernel(key: str):  # the kernels below autograd, each recording that it ran, and what it was given
         def run(x):
             ran.append(key)
+            given.append(type(x).__name__)
             conjugate_bit.append(x.is_conj() or x.is_neg())  # a kernel that reads memory needs their fallbacks first
             return torch.empty_like(x) if key == "Meta" else x * 2
         return run
@@ -1735,6 +1808,9 @@ def redispatch(path: Path) -> Result:
 
         if told := _keyset_kept_apart(calls, "scale2", answer.Scale2):
             return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
+        given.clear()
+        if told := _subclass_passed_on(lambda x: op(x), given, "scale2"):
+            return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
                             "mode's key and those of conjugate and negative views kept, with a gradient; the thread's "
                             "state as it was, after a refused call too")
@@ -1799,7 +1875,7 @@ def register_autocast(path: Path) -> Result:
             if not received:
                 return (f"{what}: mm2's CPU kernel did not run: your kernel computed the product some other way than "
                         "through the operator (lesson 05, section 2: what an Autocast kernel hands on)")
-            if out.dtype != dtype and dtype in (torch.float64, torch.int64, torch.int32):
+            if out.dtype != dtype and (not dtype.is_floating_point or dtype == torch.float64):
                 return (f"{what} returned {out.dtype}: autocast casts only eligible inputs, floating point and not "
                         "float64; the others run as they are (lesson 05, section 2: what cached_cast casts; section "
                         "7: register_autocast's casts)")
@@ -1839,6 +1915,22 @@ def register_autocast(path: Path) -> Result:
                 pass
             return None
 
+        def mixed_refused(where: str, a, b) -> str | None:
+            """float32 and float64 inputs: autocast casts the float32 one alone (float64 is not eligible), and the
+            kernel refuses the two dtypes, as it does outside a region."""
+            received.clear()
+            try:
+                op(a, b)
+            except _StateLeft as left:
+                return f"{where}, mm2(float32, float64): {left}"
+            except RuntimeError:
+                return None
+            return (f"{where}, mm2(float32, float64) ran, its CPU kernel given {_dtype_names(received[-1])}: autocast "
+                    "casts each eligible input (floating point, not float64) and leaves the others, so the kernel "
+                    "gets bfloat16 and float64 and refuses them, as it refuses float32 and float64 outside a region. "
+                    "Deciding from one input casts a float64 weight to bfloat16 (lesson 05, section 2: what "
+                    "cached_cast casts)")
+
         def gradient(a, b, out) -> str | None:  # after the region (lesson 05, section 6: backward outside it)
             if out.grad_fn is not None:
                 out.float().sum().backward()
@@ -1867,7 +1959,11 @@ def register_autocast(path: Path) -> Result:
                        or call("inside autocast", activation.double(), weight.double(), torch.float64)
                        or call("inside autocast", activation.long(), weight.long(), torch.int64)
                        or call("inside autocast", activation.int(), weight.int(), torch.int32)
-                       or refused("inside autocast"))
+                       or call("inside autocast", activation.short(), weight.short(), torch.int16)
+                       or call("inside autocast", activation.to(torch.complex64), weight.to(torch.complex64),
+                               torch.complex64)
+                       or refused("inside autocast")
+                       or mixed_refused("inside autocast", activation, weight.double()))
             with_grad_out = None if problem else op(*with_grad)
         problem = problem or gradient(*with_grad, with_grad_out)
         problem = problem or call("after the autocast region", activation, weight32, torch.float32)
@@ -1881,6 +1977,12 @@ def register_autocast(path: Path) -> Result:
                            or call("in a second region, the float32 parameter written into under no_grad "
                                    "(p.mul_(10), as an optimizer step does) since the first", activation, parameter,
                                    torch.bfloat16))
+        if not problem:
+            weight32.data.mul_(2)  # through .data (old optimizers, weight loading): w's version counter stays
+            with torch.autocast("cpu"):
+                problem = call("in a third region, the float32 weight written into through .data (w.data.mul_(2), "
+                               "which leaves its version counter as it was) since the second", activation, weight32,
+                               torch.bfloat16)
         if not problem:
             with torch.autocast("cpu", dtype=torch.float16):
                 problem = call("in a region of float16 (torch.autocast(\"cpu\", dtype=torch.float16))", activation,
@@ -1971,16 +2073,25 @@ _SUM_SQUARES_IN_REGION = [
     ("inside autocast, xs in float32, bfloat16 and float16, no scale", [_F32, _BF16, _F16], None, _F32),
     ("a second call in the same region, xs and scale in bfloat16", [_BF16, _BF16], _BF16, _F32),
     ("inside autocast, xs in float32 and scale alone in bfloat16", [_F32, _F32], _BF16, _F32),
+    ("inside autocast, xs in float8_e5m2 (floating point, so eligible)", [torch.float8_e5m2] * 2, None, _F32),
     ("inside autocast, float64 inputs", [_F64, _F64], _F64, _F64),
 ]
 _SUM_SQUARES_AFTER_REGION = ("after the region, bfloat16 inputs", [_BF16, _BF16], _BF16, _BF16)
 _SUM_SQUARES = "exercise05.sum_squares.default"
 _SUM_SQUARES_VALUES = [[1.0, 3.0, 0.1, 250.0], [0.01, 2.0, -0.2, 300.0], [-1.5, 0.5, 7.0, 1.0]]  # xs[0], xs[1], ...
 _SUM_SQUARES_SCALE = [0.5, -2.0, 3.0, 0.001]
-_SUM_SQUARES_RTOL = {_F64: 1e-12, _F32: 1e-5, _BF16: 2e-2, _F16: 2e-2}  # each dtype's precision, with room to round
+_SUM_SQUARES_RTOL = {_F64: 1e-12, _F32: 1e-5, _BF16: 2e-2, _F16: 2e-2,  # each dtype's precision, with room to round
+                     torch.float8_e5m2: 0.25}
+
+
+# Per call of sum_squares's Autograd kernel (below autocast): whether AutocastCPU was excluded on the thread then, as
+# a guard excludes it, so that a torch operation made below (here, by autograd's setup) is not autocast again.
+_SUM_SQUARES_AUTOCAST_EXCLUDED: list[bool] = []
 
 
 def _sum_squares_setup(ctx, inputs, output):
+    _SUM_SQUARES_AUTOCAST_EXCLUDED.append(
+        torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.AutocastCPU))
     xs, scale = inputs
     ctx.save_for_backward(*xs, scale)
 
@@ -2098,6 +2209,26 @@ def _sum_squares_integers(op) -> str | None:
             "(lesson 05, section 2: which tensors autocast casts).")
 
 
+def _sum_squares_float64_beside_bfloat16(op) -> str | None:
+    """xs in float64 and scale in bfloat16, in a region: autocast casts scale alone (float64 is not eligible), so the
+    layers below get float64 xs and a float32 scale, and the CPU kernel refuses the two dtypes, as without autocast."""
+    xs, scale = _sum_squares_inputs([_F64, _F64], _BF16)
+    with _recording_mode() as below:
+        try:
+            op(xs, scale)
+        except _StateLeft as left:
+            return f"inside autocast, xs in float64 and scale in bfloat16, which the CPU kernel refuses: {left}"
+        except RuntimeError:
+            pass
+    received = [d for name, d in below.calls if name == _SUM_SQUARES]
+    if received and received[0] != [_F64, _F64, _F32]:
+        return (f"inside autocast, xs in float64 and scale in bfloat16: the layers below autocast received "
+                f"{_sum_squares_dtypes(received[0], 2)}: autocast casts each eligible input (floating point, not "
+                "float64) to float32 and leaves float64 as it is, so the CPU kernel refuses the two dtypes, as it does "
+                "without autocast (lesson 05, section 2: which tensors autocast casts)")
+    return None
+
+
 @exercise("05.autocast_guard", "hard", on_crash=_autocast_guard_crash)
 def autocast_guard(path: Path) -> Result:
     load_cpp("exercise05_sum_squares", path, label="your 05_autocast_guard.cpp")
@@ -2113,9 +2244,15 @@ def autocast_guard(path: Path) -> Result:
     checks_of_gradients = []  # run after the region (lesson 05, section 6)
     with torch.autocast("cpu"):
         for call in _SUM_SQUARES_IN_REGION:
+            _SUM_SQUARES_AUTOCAST_EXCLUDED.clear()
             checks_of_gradients.append(_sum_squares_call(op, *call))
             if isinstance(checks_of_gradients[-1], str):
                 return Result(False, checks_of_gradients[-1])
+            if not all(_SUM_SQUARES_AUTOCAST_EXCLUDED):
+                return Result(False, f"{call[0]}: the layers below autocast ran with AutocastCPU not excluded on the "
+                                     "thread: a torch operation they make (autograd's, or a CPU kernel built of torch "
+                                     "operations) is autocast again, to the region's dtype. A redispatch skips "
+                                     "AutocastCPU for this one call only (lesson 05, section 4: why the guard)")
         try:  # a call the CPU kernel refuses: the error passes through the reader's kernel
             op([torch.ones(4), torch.ones(3)], None)
         except _StateLeft as left:
@@ -2124,7 +2261,7 @@ def autocast_guard(path: Path) -> Result:
                                  f"when an error skips the line that unsets it. {left}")
         except RuntimeError:
             pass
-        if problem := _sum_squares_integers(op):
+        if problem := _sum_squares_float64_beside_bfloat16(op) or _sum_squares_integers(op):
             return Result(False, problem)
         try:  # an empty xs, which the CPU kernel refuses too: an Autocast kernel still runs for it (scale's keys)
             op([], torch.ones(4))
@@ -2154,7 +2291,7 @@ def autocast_guard(path: Path) -> Result:
     if problem := _sum_squares_fresh_tensors(op) or _sum_squares_in_threads(op):
         return Result(False, problem)
     return Result(True, (
-        "float32 below autocast for every eligible input, xs and scale, three times in one region and again in a "
+        "float32 below autocast for every eligible input, xs and scale, float8 too, in one region and again in a "
         "second one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's "
         "dispatch state as it was; new tensors in freed memory, and four threads at once"))
 
@@ -2266,13 +2403,18 @@ def _stack_unbacked(op, path: Path) -> Result | None:
     with mode:
         count = mode.shape_env.create_unbacked_symint()
         torch._check_is_size(count)
-        for layout in (torch.contiguous_format, torch.channels_last):
+        other = mode.shape_env.create_unbacked_symint()  # a second count: x[x > 0] and y[y > 0], say
+        torch._check_is_size(other)
+        for layout, b_count in ((torch.contiguous_format, count), (torch.channels_last, count),
+                                (torch.contiguous_format, other)):
             a = torch.empty(count, 3, 4, 5, memory_format=layout)
+            b = torch.empty(b_count, 3, 4, 5, memory_format=layout)
             try:
-                op(a, a * 2)
+                op(a, b)
             except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
+                sizes = "the same unknown first size" if b_count is count else "two unknown first sizes"
                 return Result(False, f"for two {'channels_last' if layout == torch.channels_last else 'contiguous'} "
-                                     f"tensors whose first size is unknown while tracing (the count of x[x > 0], as "
+                                     f"tensors of {sizes} (unknown while tracing: the count of x[x > 0], as "
                                      f"torch.export meets after .item()), your fake kernel raised "
                                      f"{_raised(error, path)}\nA fake kernel that decides on a size's value (== 0, "
                                      "> 1) cannot be traced where no value exists: compute with the sizes, and read "
@@ -2339,7 +2481,8 @@ def fake_kernel(path: Path) -> Result:
                 return Result(False, f"{inputs} ({strides}): opcheck's {', '.join(failed)} failed: the fake output "
                                      "must match the real one's shape, dtype, device and strides")
         for a, b in [(torch.randn(3, 4), torch.randn(5, 4)), (torch.randn(2, 3), torch.randn(3, 2)),
-                     (torch.randn(4), torch.randn(5))]:  # shapes the real kernel refuses
+                     (torch.randn(4), torch.randn(5)), (torch.randn(3), torch.randn(3, 4)),
+                     (torch.randn(3, 4), torch.randn(3))]:  # shapes the real kernel refuses
             try:
                 op(a.to("meta"), b.to("meta"))
             except Exception:  # noqa: BLE001 - any error refuses the call, as the real kernel's does
@@ -2488,7 +2631,11 @@ def vmap_rule(path: Path) -> Result:
                 ("x [4, 5, 6] and y [4, 5, 1], both batched in dimension 0: rows of 6 and of 1 elements",
                  torch.randn(4, 5, 6), torch.randn(4, 5, 1), (0, 0)),
                 ("x in float32 and y in float64, both [4, 5, 6] batched in dimension 0",
-                 torch.randn(4, 5, 6), torch.randn(4, 5, 6, dtype=torch.float64), (0, 0))]:
+                 torch.randn(4, 5, 6), torch.randn(4, 5, 6, dtype=torch.float64), (0, 0)),
+                ("x [4, 2, 3] and y [4, 3, 2], both batched in dimension 0: as many elements, other shapes",
+                 torch.randn(4, 2, 3), torch.randn(4, 3, 2), (0, 0)),
+                ("x and y [4, 2, 5, 6], both batched in dimension 0: examples of three dimensions",
+                 torch.randn(4, 2, 5, 6), torch.randn(4, 2, 5, 6), (0, 0))]:
             try:
                 out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
             except Exception:  # noqa: BLE001 - refused, as each example's call is
@@ -2548,6 +2695,8 @@ def records_graph(path: Path) -> Result:
         ("three inputs, the middle one alone requiring grad", False, lambda: [leaf(), leaf(grad=True), leaf()]),
         ("three inputs, a forward-mode tangent on the middle one", True, lambda: [leaf(), dual(torch.ones(2)), leaf()]),
         ("four inputs, the third requiring grad", False, lambda: [leaf(), leaf(), leaf(grad=True), leaf()]),
+        ("four inputs, the first alone requiring grad", False, lambda: [leaf(grad=True), leaf(), leaf(), leaf()]),
+        ("four inputs, the fourth alone requiring grad", False, lambda: [leaf(), leaf(), leaf(), leaf(grad=True)]),
         # Any tensor autograd differentiates: empty (a last, empty batch), 0-dim (a learnable scale), meta, sparse.
         ("an empty input (shape [0]) that requires grad", False,
          lambda: [torch.ones(0, requires_grad=True), torch.ones(0)]),
@@ -3091,11 +3240,13 @@ def stable_autograd(path: Path) -> Result:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with FakeTensorMode() as mode:
-        dense, coo, csr = (mode.from_tensor(t) for t in (torch.ones(3, 4), torch.ones(3, 4).to_sparse(),
-                                                          torch.ones(3, 4).to_sparse_csr()))
+        dense, coo, csr, csc = (mode.from_tensor(t) for t in (torch.ones(3, 4), torch.ones(3, 4).to_sparse(),
+                                                               torch.ones(3, 4).to_sparse_csr(),
+                                                               torch.ones(3, 4).to_sparse_csc()))
         for what, a, b in (("two sparse (COO) float32 fake tensors", coo, coo),
                            ("a dense `self` and a sparse (COO) `other`, float32 fake tensors", dense, coo),
-                           ("two sparse (CSR) float32 fake tensors", csr, csr)):
+                           ("two sparse (CSR) float32 fake tensors", csr, csr),
+                           ("two sparse (CSC) float32 fake tensors", csc, csc)):
             try:
                 op(a, b)
             except Exception:  # noqa: BLE001 - any error refuses the call, as eager's does
@@ -3104,8 +3255,8 @@ def stable_autograd(path: Path) -> Result:
                                  "CPU kernel refuses (read its checks): torch.compile and torch.export would trace a "
                                  "call that fails when it runs.\nLook again at lesson 02: the workbook's Meta kernels "
                                  "(csrc/meta.cpp) check what its CPU kernels check.")
-        # Fake CUDA (and XPU) tensors, as a GPU model is traced (no GPU needed): the operator has no kernel there.
-        for device in ("cuda", "xpu"):
+        # Fake CUDA, XPU and MPS tensors, as a GPU model is traced (no GPU needed): the operator has no kernel there.
+        for device in ("cuda", "xpu", "mps"):
             on_device = torch.empty(3, 4, device=device)
             try:
                 op(on_device, on_device)
@@ -3293,6 +3444,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "a 0-dim CPU tensor as `self` and a (1,)-shaped CPU tensor as `other`, `out` on the device": (
             "other", lambda to: (torch.tensor(2.0), torch.tensor([3.0]), to(z))),
         "a 4 x 5 CPU tensor as `out`": ("out", lambda to: (to(x), to(y), z.clone())),
+        "an empty CPU tensor as `out` (0 elements: there is nothing to move, and still it is on the CPU)": (
+            "out", lambda to: (to(x), to(y), torch.empty(0))),
         "a 0-dim CPU tensor as `out`, 0-dim `self` and `other` on the device": (
             "out", lambda to: (to(torch.tensor(2.0)), to(torch.tensor(3.0)), torch.tensor(0.0))),
         "a float32 product into an int64 `out`": (None, lambda to: (to(x), to(y), to(torch.zeros_like(large)))),
@@ -3441,6 +3594,14 @@ def _mul_out_problems() -> list[str]:
                 "mixed devices must be refused" if on_the_cpu else
                 "aten's out= kernels will not resize an `out` that is also an input" if out is self or out is other
                 else f"out can't hold the {torch.result_type(self, other)} product, and aten's out= kernels refuse it"))
+    if not problems:  # a call made inside torch.no_grad() leaves grad mode off, as the caller has it
+        with torch.no_grad():
+            x = torch.randn(3, 4).to(device.NAME)
+            call((x, x, torch.empty(0).to(device.NAME)))
+            if torch.is_grad_enabled():
+                problems.append("called inside torch.no_grad(), your kernel left grad mode on: a kernel that changes "
+                                "thread-local state restores what it found, not what it expects (lesson 00, section "
+                                "2)")
     if not problems:  # the whole way from Python: the autograd and ADInplaceOrView kernels above yours, then yours
         x, y = torch.randn(3, 4), torch.randn(3, 4)
         out = torch.empty(0).to(device.NAME)
@@ -3528,6 +3689,10 @@ def _upcast_operators(received: list) -> torch.library.Library:
         x.mul_(s)
         y.mul_(s)
 
+    def cast_sum(x, *, out_dtype):  # names its output's dtype by a keyword of its own
+        refusing("cast_sum", x)
+        return x.sum(dtype=out_dtype)
+
     def centre_(mean, x):  # writes `mean`, returns a new tensor, as batch norm writes its running statistics
         refusing("centre_", mean, x)
         mean.copy_(x.mean(0))
@@ -3547,7 +3712,8 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("scale_all_(Tensor(a!)[] xs, float s) -> ()", scale_all_, ()),
             ("total(Tensor[] xs) -> Tensor", total, ()),
             ("scale_both_(Tensor(a!) x, Tensor(b!) y, float s) -> ()", scale_both_, ()),
-            ("centre_(Tensor(a!) mean, Tensor x) -> Tensor", centre_, ())]:
+            ("centre_(Tensor(a!) mean, Tensor x) -> Tensor", centre_, ()),
+            ("cast_sum(Tensor x, *, ScalarType out_dtype) -> Tensor", cast_sum, ())]:
         library.define(schema, tags=tags)
         for key in ("CPU", "Meta"):  # torch operations only: they run on meta tensors too
             library.impl(schema.split("(")[0], kernel, key)
@@ -3665,6 +3831,23 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
         (f"aten.mm.dtype(a, b.t(), torch.float32) in {name}, on meta: out_dtype, a positional argument, names the "
          "output's dtype", lambda d: ((fresh(a, d).to("meta"), fresh(b.t(), d).to("meta"), torch.float32), {}),
          torch.ops.aten.mm.dtype, same),
+        (f"x.to(torch.bfloat16) from {name}: the call names its output's dtype",
+         lambda d: ((fresh(x, d), torch.bfloat16), {}), torch.Tensor.to, same),
+        (f"x.to(dtype=torch.float64) from {name}: the call names its output's dtype",
+         lambda d: ((fresh(x, d),), {"dtype": torch.float64}), torch.Tensor.to, same),
+        (f"cast_sum(x, out_dtype=torch.float32) in {name}: a keyword of its own names the output's dtype",
+         lambda d: ((fresh(x, d),), {"out_dtype": torch.float32}), ops.cast_sum, same),
+        (f"mul_out(a, b, out=out) in {name}, out of shape [4, 3] (as many elements, another shape): resized",
+         lambda d: ((fresh(a, d), fresh(b, d)), {"out": torch.empty(4, 3, dtype=d)}), ops.mul_out,
+         returns(0, "out")),
+        (f"x.add_(row.expand(3, 4)) in {name}: a read-only, expanded argument beside the written one",
+         lambda d: ((fresh(a, d), fresh(b[:1], d).expand(3, 4)), {}), torch.Tensor.add_, returns(0)),
+        (f"scale_(base[:, ::2], 3.0) in {name}: x a view with gaps (strides [5, 2]), written through it",
+         lambda d: ((fresh(x, d)[:, ::2], 3.0), {}), ops.scale_, returns(0)),
+        (f"centre_(mean, x) in {name}, on the meta device: every data pointer is 0",
+         lambda d: ((torch.zeros(5, dtype=d, device="meta"), fresh(x, d).to("meta")), {}), ops.centre_, same),
+        (f"fp32_only(a, s) in {name}, s a 0-dim tensor", lambda d: ((fresh(a, d), torch.tensor(2.0, dtype=d)), {}),
+         ops.fp32_only, same),
         ("take_rows(index, x) with x in float8_e4m3fn: no float16 or bfloat16 tensor in the call",
          lambda d: ((index, x.to(torch.float8_e4m3fn)), {}), ops.take_rows, same),
         ("torch.div(a, b) on int16 tensors: no float16 or bfloat16 tensor in the call",
@@ -3736,11 +3919,12 @@ def _upcast_across_calls(mode) -> str | None:
     weight, x = torch.full((3, 4), 2.0, dtype=torch.float16), torch.ones(3, 4, dtype=torch.float16)
     with mode:
         torch.ops.exercise.fp32_only(weight, x)
-    weight.fill_(5.0)
+    weight.data.fill_(5.0)  # through .data: a write that leaves w's version counter as it was
     with mode:
         second = torch.ops.exercise.fp32_only(weight, x)
     if not torch.equal(second, torch.full((3, 4), 5.0, dtype=torch.float16)):
-        return (f"fp32_only(w, x), then w.fill_(5.0) outside the mode, then fp32_only(w, x) again: the second call "
+        return (f"fp32_only(w, x), then w.data.fill_(5.0) outside the mode (a write that leaves w's version counter "
+                f"as it was), then fp32_only(w, x) again: the second call "
                 f"gave {second[0, 0].item()} where w * x is 5.0: a float32 copy kept from the first call was used for "
                 "w's new values. A copy is made for the call that needs it")
     kept = weakref.ref(weight)
@@ -3938,10 +4122,24 @@ def dynamic_fake(path: Path) -> Result:
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         with FakeTensorMode(shape_env=ShapeEnv()):
-            on_cuda = op(torch.empty(4, 3, device="cuda"))  # a GPU model traced on a machine without one
-        if on_cuda.device.type != "cuda":
-            return Result(False, f"on a fake x on cuda, your fake kernel's output is on {on_cuda.device}: a fake "
+            on_cuda = op(torch.empty(4, 3, device="cuda:1"))  # a GPU model traced on a machine without one
+        if on_cuda.device != torch.device("cuda:1"):
+            return Result(False, f"on a fake x on cuda:1, your fake kernel's output is on {on_cuda.device}: a fake "
                                  f"kernel's output lives where the real one's would, on x's device{hint}")
+        # A FakeTensorMode with no ShapeEnv has no symbol to give: the kernel must say so, not claim a size. (Dynamo
+        # without fullgraph traces so by default, capture_dynamic_output_shape_ops off: the refusal breaks the graph
+        # there and runs the call eagerly; a size claimed instead goes into the compiled code.)
+        try:
+            with FakeTensorMode():
+                claimed = op(torch.empty(2, 3))
+        except Exception:  # noqa: BLE001 - a refusal (DynamicOutputShapeException), as it should be
+            claimed = None
+        if claimed is not None:
+            return Result(False, f"under a FakeTensorMode with no ShapeEnv (as torch.compile without fullgraph traces "
+                                 f"by default), where no size can be left unknown, your fake kernel claimed "
+                                 f"{list(claimed.shape)} for a 2 x 3 x: a size it cannot know, which compiled code "
+                                 f"then relies on. Let torch's refusal through: Dynamo breaks the graph there and runs "
+                                 f"the call eagerly{hint}")
 
         class Doubled(torch.nn.Module):
             def forward(self, x):

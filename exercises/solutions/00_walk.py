@@ -5,9 +5,10 @@ priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call"
 compares your list with the dispatcher's for aten's and the workbook's operators and operators defined from Python,
 composite, in-place and view ones, factory functions and an operator with no tensor argument at all included, on
 CPU, meta, sparse (COO and CSR) and conjugated complex tensors, mixed ones and lists of them, inside torch.no_grad(),
-torch.inference_mode(), torch.autocast("cpu"), a TorchDispatchMode and torch._C._AutoDispatchBelowADInplaceOrView(),
-and for two calls made again after a registration changed their operators (one of them aten's). Asking must not
-make the call.
+torch.inference_mode(), torch.autocast("cpu"), torch.device("meta"), a TorchDispatchMode that hands each call on (what
+a mode such as FakeTensorMode does with a call is its own Python code: lesson 10) and
+torch._C._AutoDispatchBelowADInplaceOrView(), and for two calls made again after a registration changed their
+operators (one of them aten's). Asking must not make the call.
 """
 
 import torch

@@ -7,8 +7,8 @@ Autograd kernel, forever. Fix forward so that the call runs the operator's kerne
 own backend. The check calls it on CPU, meta and sparse tensors, with and without requires_grad, twice, and inside a
 TorchDispatchMode, which must see the call; then on a nested and an mkldnn tensor, whose Autograd keys are not a
 backend's (lesson 03, section 2), on a complex tensor, its conjugate and a negative view, on a sparse CSR
-tensor, which no kernel takes, and from two threads at once. Each call, the refused one too, must leave the thread's
-dispatch state as it found it.
+tensor, which no kernel takes, on a tensor subclass with `__torch_dispatch__` (torch's TwoTensor), and from two threads
+at once. Each call, the refused one too, must leave the thread's dispatch state as it found it.
 """
 
 import torch

@@ -22,5 +22,9 @@ def rowdot_rule(info, in_dims, x, y):
     # copies of itself (a view: no memory yet). Row i of example b is then row b * n + i of both, as reshape lays the
     # B matrices end to end: one matrix of B * n rows each (reshape copies where the strides do not allow a view).
     xs, ys = (t.movedim(dim, 0) if dim is not None else t.expand(size, *t.shape) for t, dim in zip((x, y), in_dims))
+    # What the kernel would refuse in any example, refused here: reshaped by x's sizes, a y of another shape (as many
+    # elements) would pass unseen, and examples of three dimensions would be flattened into two.
+    torch._check(xs.dim() == 3 and ys.shape == xs.shape, lambda: "exercise::rowdot: two 2-D tensors of the same "
+                 f"shape, got shapes {list(xs.shape[1:])} and {list(ys.shape[1:])}")
     _, n, m = xs.shape
     return rowdot(xs.reshape(size * n, m), ys.reshape(size * n, m)).reshape(size, n), 0

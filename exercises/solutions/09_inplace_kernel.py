@@ -15,7 +15,7 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
 - leave every argument as it was when it refuses a call, and leave `self` and `other` as they were, unless one of
   them is `out`.
 The check calls it on each of these cases, compares with aten's own mul on the CPU, and makes sure thread-local state
-is as it was after each call. Any torch operator may be called inside (on the device, `*` runs a kernel of ours).
+is as it was after each call, inside torch.no_grad() too. Any torch operator may be called inside (on the device, `*` runs a kernel of ours).
 """
 
 import torch

@@ -2130,6 +2130,9 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
         except _StateLeft as left:
             return f"{where}: {left}"
         except RuntimeError as error:
+            if told := _redispatch_refused(error):
+                return f"{where}: {told}".replace("lesson 03, section 3",
+                                                  "lesson 05, section 4, and lesson 03, section 3")
             received = [_sum_squares_dtypes(d, len(xs)) for name, d in below.calls if name == _SUM_SQUARES]
             return (f"{where}, sum_squares raised RuntimeError: {str(error).splitlines()[0][:200]}\nGiven {given}, the "
                     f"layers below autocast received {'; then '.join(received) or 'nothing'}: every eligible input, "
@@ -3045,6 +3048,17 @@ def load_before_aoti(path: Path) -> Result:
             with torch.no_grad():  # a caller with grad mode off gets it back off
                 answer.run(model_pt2, x)
                 print("NO GRAD", json.dumps({{"grad_mode": torch.is_grad_enabled()}}))
+
+            def models_mapped():  # the compiled models' libraries the process holds (Linux only)
+                if not os.path.exists("/proc/self/maps"):
+                    return 0
+                return len({{line.split()[-1] for line in open("/proc/self/maps")
+                            if line.rstrip().endswith(".wrapper.so")}})
+
+            before = models_mapped()
+            for _ in range(4):  # a server: one call per request, on one file
+                answer.run(model_pt2, x)
+            print("MAPPED", json.dumps({{"grew": models_mapped() - before}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -3070,9 +3084,9 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
-    one_row, float64, int64, no_grad = ([json.loads(line.removeprefix(f"{name} ")) for line in lines
-                                         if line.startswith(f"{name} ")]
-                                        for name in ("ONE ROW", "FLOAT64", "INT64", "NO GRAD"))
+    one_row, float64, int64, no_grad, mapped = ([json.loads(line.removeprefix(f"{name} ")) for line in lines
+                                                 if line.startswith(f"{name} ")]
+                                                for name in ("ONE ROW", "FLOAT64", "INT64", "NO GRAD", "MAPPED"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -3121,6 +3135,11 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, "in the fresh Python, run() called inside torch.no_grad() left grad mode on: code that "
                              "changes thread-local state must restore what it found, not what it expects (lesson 00, "
                              "section 2).")
+    if mapped and mapped[0]["grew"] > 1:
+        return Result(False, f"in the fresh Python, run() four more times on one file: {mapped[0]['grew']} more "
+                             "compiled models stayed loaded in the process: run() keeps every model it loads, and a "
+                             "server that calls it once a request grows until memory runs out. Keep none, or one per "
+                             f"file's contents.{hint}.")
     if from_build[0]:
         build_folder = paths.BUILD.resolve()
         shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]

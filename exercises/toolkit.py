@@ -128,6 +128,12 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
     if changed := [node.lineno for node in ast.walk(tree) if _changes(node, name)]:
         raise Diagnosis(f"line {changed[0]} of your file changes {name} after it is written: the check reads {name} "
                         f"from your file without running it, so {name} must be one literal, {what}, not changed later")
+    if used := [node.lineno for node in ast.walk(tree)
+                if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)]:
+        raise Diagnosis(f"line {used[0]} of your file reads {name} after it is written, and what reads it can change "
+                        f"it (an alias, `calls = {name}; calls.append(...)`, or `list.append({name}, ...)`): the check "
+                        f"reads {name} from your file without running it, so the file writes it, {what}, and does "
+                        "nothing else with it")
     written = next(node for node in tree.body if getattr(node, "value", None) is values[-1])
     targets = written.targets if isinstance(written, ast.Assign) else [written.target]
     the_literals_own = {id(n) for target in targets for n in ast.walk(target)}
@@ -148,13 +154,15 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
 
 def _rebinds(node: ast.AST, name: str) -> bool:
     """Whether `node` may give `name` a value when the file runs: an assignment to it anywhere (in an `if`, a loop, a
-    function, a `with`), a `del`, a `global` statement, an import as it, or a way to set a name from its text
-    (globals(), vars(), exec, setattr)."""
+    function, a `with`), a `del`, a `global` statement, an import as it, an attribute of that name set on anything (the
+    module, through sys.modules), or a way to set a name from its text (globals(), vars(), exec, setattr)."""
     if isinstance(node, ast.Name):
         return (node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
                 or node.id in ("globals", "vars", "locals", "exec", "eval", "setattr"))
     if isinstance(node, ast.Global):
         return name in node.names
+    if isinstance(node, ast.Attribute):  # module.NAME = ... (sys.modules[__name__].NAME, say)
+        return node.attr == name and isinstance(node.ctx, (ast.Store, ast.Del))
     return isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name
 
 

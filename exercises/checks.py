@@ -4204,9 +4204,9 @@ def dynamic_fake(path: Path) -> Result:
         except Exception as error:  # noqa: BLE001 - export and compile wrap whatever the fake kernel raised
             cause = _innermost(error)
             said = str(cause).strip().splitlines()[0][:240]
-            if "memo disaster" in said:  # torch's internal assertion, in its own words
+            if "memo disaster" in said or re.fullmatch(r"u\d+ -> u\d+", said):  # torch's internal assertions
                 said += (" (torch found one size symbol standing for two outputs: a fake kernel makes a new size for "
-                         "each call, never one kept from an earlier call)")
+                         "each call, never one kept from an earlier call: something kept between calls?)")
             elif "Runtime assertion failed" in said:
                 said += (" (a bound your fake kernel gave the size, or a check it made on it, does not hold for this "
                          "input, which eager takes)")

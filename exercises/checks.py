@@ -1058,22 +1058,6 @@ def _inplace_other_autograd_keys(op, ran: list[str]) -> list[str]:
     return []
 
 
-def _inplace_loop(op):
-    """For _keyset_kept_apart: add_(x.clone(), ones) 300 times on one device, recording a graph; x + 1
-    expected on CPU, a meta tensor on meta."""
-    def calls(device: str) -> str | None:
-        x, other = torch.zeros(3, device=device, requires_grad=True), torch.ones(3, device=device)
-        for _ in range(300):
-            try:
-                y = op(x.clone(), other)
-            except Exception as error:  # noqa: BLE001 - a wrong kernel on the other device raises anything
-                return f"a call on {device} tensors raised {type(error).__name__}: {str(error).splitlines()[0][:150]}"
-            if y.device.type != device or device == "cpu" and not torch.equal(y.detach(), other):
-                return f"a call on {device} tensors gave {y.detach().tolist() if device == 'cpu' else y.device}"
-        return None
-    return calls
-
-
 def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
     """What exercise::add_ must do under autograd: [] when it does, else the problems. `ran` lists the check's kernels
     below autograd as they run, `autograd_runs` the reader's Autograd kernel's."""
@@ -1275,13 +1259,25 @@ def _subclass_passed_on(call, given: list, name: str) -> str | None:
     return None
 
 
-def _keyset_kept_apart(call, what: str, function: type) -> str | None:
-    """`call(device)` (a loop of calls on that device's tensors; a string where one went wrong) in two threads at once,
-    one on CPU tensors and one on meta tensors: None where each call ran with its own keyset, else the diagnosis. A
-    keyset kept anywhere but in the call (on the class, in a global) is another thread's by the time forward reads
-    it, if the thread is switched between the two. CPython's lock rarely switches threads there; a Python without it
-    (3.13t) runs both at once: the check makes the switch, yielding at each `function.apply`."""
+def _keyset_kept_apart(call, expected: torch.Tensor, what: str, function: type) -> str | None:
+    """`call(device)`, one call of the operator on new tensors of that device, 300 times in each of two threads at
+    once, one on CPU tensors (each result must equal `expected`) and one on meta tensors: None where each call ran
+    with its own keyset, else the diagnosis. A keyset kept anywhere but in the call (on the class, in a global) is
+    another thread's by the time forward reads it, if the thread is switched between the two. CPython's lock rarely
+    switches threads there; a Python without it (3.13t) runs both at once: the check makes the switch, yielding at
+    each `function.apply`."""
     import time
+
+    def calls(device: str) -> str | None:
+        for _ in range(300):
+            try:
+                out = call(device)
+            except Exception as error:  # noqa: BLE001 - a kernel of the other device raises anything
+                first_line = str(error).splitlines()[0][:150]
+                return f"a call on {device} tensors raised {type(error).__name__}: {first_line}"
+            if out.device.type != device or device == "cpu" and not torch.equal(out.detach(), expected):
+                return f"a call on {device} tensors gave {out.detach().tolist() if device == 'cpu' else out.device}"
+        return None
 
     apply = function.apply
 
@@ -1291,7 +1287,7 @@ def _keyset_kept_apart(call, what: str, function: type) -> str | None:
 
     function.apply = apply_after_a_switch
     try:
-        wrong = _first_wrong_in_threads(call, ("cpu", "meta"))
+        wrong = _first_wrong_in_threads(calls, ("cpu", "meta"))
     finally:
         function.apply = apply
     if wrong:
@@ -1364,7 +1360,10 @@ def inplace_autograd(path: Path) -> Result:
         if not problems and (told := _exported(lambda x, other: op(x.clone(), other) * 2,
                                                torch.randn(3, requires_grad=True), torch.randn(3))):
             problems.append(told)
-        if not problems and (told := _keyset_kept_apart(_inplace_loop(op), "add_", answer.AddInPlace)):
+        def add_ones(device: str):  # y = zeros.clone(), recording a graph; add_(y, ones) is ones
+            return op(torch.zeros(3, device=device, requires_grad=True).clone(), torch.ones(3, device=device))
+
+        if not problems and (told := _keyset_kept_apart(add_ones, torch.ones(3), "add_", answer.AddInPlace)):
             problems.append(told)
         if not problems and (told := _leaf_refused(op)):
             problems.append(told)
@@ -1794,19 +1793,8 @@ def redispatch(path: Path) -> Result:
         if told := _exported(lambda x: op(x) * 2, torch.randn(3, requires_grad=True)):
             return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
 
-        def calls(device: str) -> str | None:  # for _keyset_kept_apart: 2x on CPU, a meta tensor on meta
-            x = values.to(device).requires_grad_()
-            for _ in range(300):
-                try:
-                    out = op(x)
-                except Exception as error:  # noqa: BLE001 - a kernel of the other device raises anything
-                    first_line = str(error).splitlines()[0][:150]
-                    return f"a call on {device} tensors raised {type(error).__name__}: {first_line}"
-                if out.device.type != device or device == "cpu" and not torch.equal(out.detach(), values * 2):
-                    return f"a call on {device} tensors gave {out.detach().tolist() if device == 'cpu' else out.device}"
-            return None
-
-        if told := _keyset_kept_apart(calls, "scale2", answer.Scale2):
+        if told := _keyset_kept_apart(lambda device: op(values.to(device).requires_grad_()), values * 2, "scale2",
+                                      answer.Scale2):
             return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
         given.clear()
         if told := _subclass_passed_on(lambda x: op(x), given, "scale2"):

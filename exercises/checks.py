@@ -620,7 +620,10 @@ def composite_key(path: Path) -> Result:
                                     "torch operations, at the right key, is differentiable as many times as they are")
             with torch.no_grad():
                 with contextlib.suppress(NotImplementedError, RuntimeError):  # told above
-                    op(torch.randn(3))
+                    if op(torch.randn(3, requires_grad=True)).requires_grad:
+                        problems.append("inside torch.no_grad() (an evaluation loop), the output requires grad and "
+                                        "has a graph: your kernel turned grad mode on for its own operations, so every "
+                                        "step builds and keeps a graph the caller switched off")
                 left_on = torch.is_grad_enabled()
             if left_on:
                 problems.append("a call inside torch.no_grad() turned grad mode on for the rest of the block: a "
@@ -1128,6 +1131,10 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
         args = tuple(torch.randn(3, dtype=torch.float64, requires_grad=True) for _ in range(2))
         if not torch.autograd.gradcheck(lambda a, b: op(a.clone(), b), args, raise_exception=False):
             problems.append("gradcheck failed")
+        elif not torch.autograd.gradgradcheck(lambda a, b: op(a.clone(), b) ** 2, args, raise_exception=False):
+            problems.append("gradgradcheck failed (of add_(x, other) ** 2): with create_graph=True (a gradient "
+                            "penalty, a Hessian-vector product) the gradients your backward returns must themselves be "
+                            "differentiable: a backward that detaches them, or computes outside autograd, stops there")
     return problems
 
 
@@ -1567,8 +1574,17 @@ def _cube_beyond_the_samples(cube) -> str | None:
 
 def _cube_third_derivative(cube) -> str | None:
     """d3/dx3 of x ** 3 is 6 everywhere: a backward built from torch operators is differentiable as often as they
-    are; one whose own pieces stop the graph (a detach, a Function without a differentiable backward) is not."""
+    are; one whose own pieces stop the graph (a detach, a Function without a differentiable backward) is not. And a
+    plain backward first (retain_graph=True, a logging pass), then one with create_graph=True on the same graph."""
     x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    out = cube(x).sum()
+    torch.autograd.grad(out, x, retain_graph=True)
+    (first,) = torch.autograd.grad(out, x, create_graph=True)
+    if not first.requires_grad:
+        return ("a backward (retain_graph=True), then another on the same graph with create_graph=True (a gradient "
+                "penalty after a logging pass): the second gradient has no history, so its derivative is lost: "
+                "something the first backward computed was kept and handed out again (on ctx?). A backward computes "
+                f"from what forward saved, each time ({_CUBE_DIFFERENTIABLE}).")
     (first,) = torch.autograd.grad(cube(x).sum(), x, create_graph=True)
     (second,) = torch.autograd.grad(first.sum(), x, create_graph=True)
     try:
@@ -3801,6 +3817,8 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          ops.scale_all_, same),
         (f"scale_both_(a, b, 3.0) in {name}: two positional arguments written",
          lambda d: ((fresh(a, d), fresh(b, d), 3.0), {}), ops.scale_both_, same),
+        (f"scale_all_([x, x], 3.0) in {name}: one tensor twice in a written list (written twice: 9x)",
+         lambda d: (([(same := fresh(x, d)), same], 3.0), {}), ops.scale_all_, same),
         (f"total([a, x]) in {name}: a list of tensors, a 0-dim output", lambda d: (([fresh(a, d), fresh(x, d)],), {}),
          ops.total, same),
         (f"torch.sum(x) in {name}: one of aten's, a 0-dim output", lambda d: ((fresh(x, d),), {}), torch.sum, same),
@@ -4025,12 +4043,26 @@ def upcast_mode(path: Path) -> Result:
                     torch.ops.exercise.fp32_only(torch.ones(3, dtype=half), torch.ones(4, dtype=half))
             except Exception:  # noqa: BLE001 - the kernel's refusal, whatever your mode makes of it
                 pass
+            # A call that writes an argument and raises (two shapes), a write of the caller's into that argument,
+            # then another call: nothing of the failed call may come back and undo the write.
+            buffer = torch.zeros(3, dtype=half)
+            try:
+                with mode:
+                    torch.ops.exercise.mul_out(torch.ones(3, dtype=half), torch.ones(4, dtype=half), out=buffer)
+            except Exception:  # noqa: BLE001 - the kernel's refusal, whatever your mode makes of it
+                pass
+            buffer.fill_(7.0)
             received.clear()
             try:
                 with mode:
                     torch.ops.exercise.fp32_only(torch.ones(3, dtype=half), torch.ones(3, dtype=half))
             except RuntimeError:
                 pass  # the kernel's refusal of a half tensor: said below
+            if not torch.equal(buffer, torch.full((3,), 7.0, dtype=half)):
+                return Result(False, f"mul_out(..., out=buffer) raised (two shapes), then the caller wrote 7 into "
+                                     f"buffer, then another call under the mode: buffer holds {buffer.tolist()}: your "
+                                     f"mode kept the failed call's written arguments and copied them back at the next "
+                                     f"call (a list cleared only when a call returns?){hint}")
             if any(d in _HALF for _, dtypes in received for d in dtypes):
                 return Result(False, f"after a call whose kernel raised (two shapes), the next call in {half} "
                                      f"reached its kernel in {half}: your mode was left in another state by the "
@@ -4164,6 +4196,8 @@ def dynamic_fake(path: Path) -> Result:
                     return Result(False, f"{doing}: other values than eager" + hint)
             inputs = [*((f"{rows} rows", torch.randn(rows, 3, generator=generator)) for rows in (4, 6)),
                       ("8 rows of positive elements only", torch.ones(8, 3)),
+                      ("1700 rows of positive elements only (5100 of them: more than any round bound)",
+                       torch.ones(1700, 3)),
                       ("an x with no positive element", -torch.ones(2, 3)),
                       ("an x with one positive element", torch.tensor([[-1.0, 2.0, -3.0], [-4.0, -5.0, -6.0]])),
                       ("a 2 x 3 x of positive elements only", torch.ones(2, 3))]

@@ -10,8 +10,9 @@ with two forwards before their backwards, and on meta tensors; then double backw
 gradgradcheck: backward must itself be differentiable. Backward must leave the tensors it receives as they are; when x
 is changed in place after forward, backward must be refused, as it is for torch's own operators, and a fresh forward
 on the changed x must give its gradient; when the output is changed in place after forward, backward must still give
-x's gradient. Then a third derivative, and a call under torch.autograd.graph.saved_tensors_hooks (what save_on_cpu
-and activation checkpointing use), which must see what forward saves.
+x's gradient. Then a third derivative, a backward with create_graph=True after a plain one on the same graph, and a
+call under torch.autograd.graph.saved_tensors_hooks (what save_on_cpu and activation checkpointing use), which must
+see what forward saves.
 """
 
 

@@ -23,7 +23,8 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
 The check calls operators of its own (Python kernels in namespace `exercise`: plain, in place, out=, a view, several
 outputs and several written arguments, lists of tensors, keyword arguments) and aten's, in float16 and in bfloat16,
 under one instance of your mode, on CPU and meta tensors, empty ones too, and compares each call with the same call in
-float32 without it; it also makes a call whose kernel raises, then another, enters a mode of its own outside yours,
+float32 without it; it also makes calls whose kernels raise (one writes an argument, which the caller then writes
+into), then another, passes one tensor twice in a written list, enters a mode of its own outside yours,
 which must still see the calls, writes into a tensor between two calls, and traces a call with make_fx. (Not every
 schema tells the truth: aten::native_batch_norm writes running_mean and running_var without marking them `(a!)`, so a
 mode like this one loses their updates.)
@@ -40,6 +41,14 @@ def _float32(value):
     return value.float() if isinstance(value, torch.Tensor) and value.dtype in HALF else value
 
 
+def _one_copy_each(given, sent):
+    """`sent`, the call's arguments with their copies, where a tensor `given` in several places (a list that holds it
+    twice) goes to the kernel as one copy, the first made for it: a write through either place is a write to it."""
+    first = {}
+    return tree_map(lambda original, copy: first.setdefault(id(original), copy)
+                    if isinstance(original, torch.Tensor) else copy, given, sent)
+
+
 class Upcast(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -53,6 +62,7 @@ class Upcast(TorchDispatchMode):
         (half,) = halves
         # The mode is off while this method runs: .float() and copy_ below go straight to their kernels.
         upcast_args, upcast_kwargs = tree_map(_float32, args), tree_map(_float32, kwargs)
+        upcast_args, upcast_kwargs = _one_copy_each((args, kwargs), (upcast_args, upcast_kwargs))
         result = func(*upcast_args, **upcast_kwargs)
         # The arguments the schema marks written: the caller's tensor takes the result, and stands for its copy.
         originals = {}

@@ -7,7 +7,7 @@ over `rounds` rounds, or None when the cost is within the noise of the machine. 
 and counts your calls: a steady machine, one that slows down as it runs, one with spikes, a quiet one with a small
 layer, and four where the layer costs nothing, one of them noisy, one whose timer counts whole steps, and one where
 the second call of a round runs faster than the first, whichever side it times; over an odd and an even number of
-rounds.
+rounds. A measurement leaves the process's settings (garbage collection, torch's threads) as it found them.
 """
 
 import statistics

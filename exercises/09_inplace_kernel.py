@@ -5,9 +5,9 @@ Tensor(a!)`: the fallback serves it. Write one in Python: the check registers `m
 (PrivateUse1), in place of aten's, as lesson 09, section 7 registers one for add_. Once yours replaces aten's, nothing
 else checks, converts or resizes anything (section 7). As aten's out= kernels do, on the device it must:
 - write self * other into `out` itself (its own memory, whatever its strides) and return `out`; `self` and `other`
-  broadcast (empty ones too), and `out` may be `self` or `other` itself; an `out` of another shape (an empty one, one with as many
-  elements, or a larger one the product could be broadcast into) is resized to the product's shape, unless it is
-  `self` or `other` itself, which aten refuses to resize;
+  broadcast (empty ones too), and `out` may be `self` or `other` itself; an `out` of another shape (an empty one, one
+  with as many elements, or a larger one the product could be broadcast into) is resized to the product's shape,
+  unless it is `self` or `other` itself, which aten refuses to resize;
 - compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a
   RuntimeError, a product that `out`'s dtype cannot hold (a float product into an integer `out`);
 - accept a 0-dim CPU tensor as `self` or `other` (a scalar), and refuse any other CPU tensor, `out` included, with a
@@ -15,7 +15,8 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
 - leave every argument as it was when it refuses a call, and leave `self` and `other` as they were, unless one of
   them is `out`.
 The check calls it on each of these cases, compares with aten's own mul on the CPU, and makes sure thread-local state
-is as it was after each call, inside torch.no_grad() too. Any torch operator may be called inside (on the device, `*` runs a kernel of ours).
+is as it was after each call, inside torch.no_grad() too. Any torch operator may be called inside (on the device, `*`
+runs a kernel of ours).
 """
 
 import torch

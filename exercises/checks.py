@@ -197,6 +197,11 @@ def walk(path: Path) -> Result:
         if not (result := walked("exercise::answer(41): no tensor argument, a CompositeExplicitAutograd kernel",
                                  torch.ops.exercise.answer.default, (41,), where_to_look=_UNDEFINED)).passed:
             return result
+    with operator("answer_cpu(int n) -> int", lambda n: n + 1, key="CPU"):  # the call raises: no kernel runs
+        if not (result := walked("exercise::answer_cpu(41): no tensor argument, a CPU kernel only (the call raises "
+                                 "\"There were no tensor arguments\")", torch.ops.exercise.answer_cpu.default, (41,),
+                                 where_to_look=_UNDEFINED)).passed:
+            return result
     # Here and now: the same call, before and after a registration changes its operator's table.
     changed = ("lesson 00, section 3: the dispatch table is read at each call, and a registration changes it (a "
                "fallthrough at AutogradCPU, here).")
@@ -228,7 +233,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 5} calls walked as the dispatcher walks them, two of them again after a "
+    return Result(True, f"all {len(cases) + 6} calls walked as the dispatcher walks them, two of them again after a "
                         "registration; none of them made")
 
 
@@ -1964,6 +1969,8 @@ def register_autocast(path: Path) -> Result:
                        or call("inside autocast", activation.long(), weight.long(), torch.int64)
                        or call("inside autocast", activation.int(), weight.int(), torch.int32)
                        or call("inside autocast", activation.short(), weight.short(), torch.int16)
+                       or call("inside autocast, a float8_e4m3fn weight (floating point, so eligible)", activation,
+                               weight.to(torch.float8_e4m3fn), torch.bfloat16)
                        or call("inside autocast", activation.to(torch.complex64), weight.to(torch.complex64),
                                torch.complex64)
                        or refused("inside autocast")
@@ -1987,6 +1994,14 @@ def register_autocast(path: Path) -> Result:
                 problem = call("in a third region, the float32 weight written into through .data (w.data.mul_(2), "
                                "which leaves its version counter as it was) since the second", activation, weight32,
                                torch.bfloat16)
+        if not problem:
+            with torch.autocast("cpu"):
+                kept = op(activation, parameter)  # an output kept (gradient accumulation): its graph holds the cast
+            parameter.data.mul_(2)
+            with torch.autocast("cpu"):
+                problem = call("in a fourth region, the parameter written into through .data while an earlier "
+                               "output's graph, still kept, holds its cast", activation, parameter, torch.bfloat16)
+            del kept
         if not problem:
             with torch.autocast("cpu", dtype=torch.float16):
                 problem = call("in a region of float16 (torch.autocast(\"cpu\", dtype=torch.float16))", activation,
@@ -2873,7 +2888,10 @@ def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:
 
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
+    import gc
+
     answer = load_python(path).layer_cost
+    threads = torch.get_num_threads()
     problems = []
     # A threshold of the reader's own, a fixed number of µs, is caught by two machines: a quiet one where 0.02 µs is a
     # cost, and a noisy one where nothing is, though the median difference is 0.26 µs (seed 6; its first quartile is
@@ -2953,6 +2971,20 @@ def layer_cost(path: Path) -> Result:
                              f"you report {_shown(measured)}, where the layer costs 0.40 µs: the timers ran where the "
                              "caller's thread-local state (the region, grad mode, guards) is not, in another thread? "
                              "A timer times a call as the caller would make it, on the caller's thread")
+    # Process-wide settings a timer may change while it times (timeit turns garbage collection off): as found.
+    timer = FakeTimer(0.4, seed=11)
+    gc.disable()  # a caller that had turned it off
+    try:
+        answer(timer.with_layer, timer.without, rounds=15)
+        collecting = gc.isenabled()
+    finally:
+        gc.enable()
+    if collecting or torch.get_num_threads() != threads:
+        changed = ("garbage collection on, where the caller had turned it off" if collecting else
+                   f"{torch.get_num_threads()} thread(s), where it had {threads}")
+        return Result(False, f"after your function ran, the process has {changed}: a measurement leaves process-wide "
+                             "settings (gc.disable(), torch.set_num_threads) as it found them, even if it changes them "
+                             "while it times")
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
                         "rounds, silent on noise, a coarse timer's included, measured anew on each call, on the "
                         "caller's thread")
@@ -3209,6 +3241,10 @@ def stable_autograd(path: Path) -> Result:
     from torch.autograd.gradcheck import GradcheckError
 
     build.load("stable")
+    if mentions(path, r"(?m)^\s*assert\b"):
+        return Result(False, "your file checks with assert statements: `python -O` removes them, and a fake kernel "
+                             "that refuses only with assertions on then traces the calls eager refuses. Refuse with "
+                             "an error that always runs (torch._check, or raise), as the CPU kernel's TORCH_CHECKs do")
     answer = load_python(path)
     library = torch.library.Library("workbook_stable", "FRAGMENT")
     torch.library.register_fake("workbook_stable::add", answer.fake, lib=library)
@@ -3278,8 +3314,9 @@ def stable_autograd(path: Path) -> Result:
                                  "CPU kernel refuses (read its checks): torch.compile and torch.export would trace a "
                                  "call that fails when it runs.\nLook again at lesson 02: the workbook's Meta kernels "
                                  "(csrc/meta.cpp) check what its CPU kernels check.")
-        # Fake CUDA, XPU and MPS tensors, as a GPU model is traced (no GPU needed): the operator has no kernel there.
-        for device in ("cuda", "xpu", "mps"):
+        # Fake CUDA, XPU, MPS and MTIA tensors, as a model is traced for them (no such device needed): the operator
+        # has no kernel there.
+        for device in ("cuda", "xpu", "mps", "mtia"):
             on_device = torch.empty(3, 4, device=device)
             try:
                 op(on_device, on_device)

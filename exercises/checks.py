@@ -1422,9 +1422,11 @@ def _real_cube(x):
 
 def _cube_samples(cube) -> str | None:
     """04.backward's samples, one by one: None when backward gives the right gradient on each, else why not."""
+    alive = []  # each sample's x kept: no sample lands in an earlier one's memory (the memory case does, on purpose)
     for i, (what, values, grad_values, dtype) in enumerate(_CUBE_SAMPLES):
         what = f"{what}: " if i else ""  # the first sample's diagnosis, as lesson 04 stores it for the skeleton
         x = torch.tensor(values, dtype=dtype, requires_grad=True)
+        alive.append(x)
         grad_output = torch.tensor(grad_values, dtype=dtype)
         given, before = grad_output.clone(), x.detach().clone()  # what the check hands over, kept apart
         (grad,) = torch.autograd.grad(cube(x), x, grad_output)

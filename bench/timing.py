@@ -43,7 +43,7 @@ def interleaved(timers: dict[str, Callable[[], float]], rounds: int = ROUNDS) ->
     """Each timer once per round, in turn, for `rounds` rounds: one sample per timer and round. A slow moment of the
     machine then lands on every timer of that round alike, and a difference taken round by round (Cost.between)
     cancels it. Every other round runs them in reverse order: what going first or second does to a sample (a cache
-    the first warms for the second) then lands on each side in half the rounds, and cannot pass for a cost."""
+    the first warms for the second) then lands on each side in about half the rounds, not in every difference."""
     samples = {name: [] for name in timers}
     names = list(timers)
     for round_ in range(rounds):

@@ -25,7 +25,8 @@ from torch.utils._sympy.printers import PythonPrinter
 
 
 def symbolic(**tensors: torch.Tensor) -> tuple[FakeTensorMode, dict[str, torch.Tensor]]:
-    """A FakeTensorMode with a ShapeEnv, and a fake copy of each tensor whose every size is a symbol of its own."""
+    """A FakeTensorMode with a ShapeEnv, and a fake copy of each tensor whose every size is a symbol of its own (sizes 0
+    and 1 stay numbers: the ShapeEnv specializes them)."""
     mode = FakeTensorMode(shape_env=ShapeEnv())
     fakes = {name: mode.from_tensor(tensor, source=LocalSource(name), symbolic_context=StatelessSymbolicContext(
                  dynamic_sizes=[DimDynamic.DYNAMIC] * tensor.dim()))

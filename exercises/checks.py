@@ -508,9 +508,9 @@ def _process_state() -> dict:
 
 def _process_state_changed(before: dict) -> str:
     """'' where the process's state is as `before` (_process_state()); else what changed, which is set back."""
-    changed = []
+    changed, now = [], _process_state()
     for what, (old, restore) in before.items():
-        new = _process_state()[what][0]
+        new = now[what][0]
         if not (torch.equal(old, new) if isinstance(old, torch.Tensor) else old == new):
             changed.append(what)
             restore(old)

@@ -129,16 +129,16 @@ def measure(stage: tuple[str, ...], rounds: int = ROUNDS, seconds: float = 0.005
     layers = [layer for layer in LAYERS if layer.stage == stage]
     states = list(dict.fromkeys(state for layer in layers for state in (layer.on, layer.off)))
     from_python = {state for layer in layers if layer.from_python for state in (layer.on, layer.off)}
-    python = {state: [] for state in states}
-    cpp = {state: [] for state in states}
-    for round_ in range(rounds):
-        for state in states if round_ % 2 == 0 else reversed(states):  # as timing.interleaved orders them
-            if state in from_python:
-                python[state].append(python_us(state, seconds))
-            cpp[state].append(cpp_ns(state, calls))
+    timers = {}
+    for state in states:  # each state from Python (µs), where it can be called so, and from C++ (ns)
+        if state in from_python:
+            timers[state, "python"] = lambda state=state: python_us(state, seconds)
+        timers[state, "cpp"] = lambda state=state: cpp_ns(state, calls)
+    samples = interleaved(timers, rounds)
     return [LayerCost(layer.name,
-                      Cost.between(python[layer.on], python[layer.off]) if layer.from_python else None,
-                      Cost.between(cpp[layer.on], cpp[layer.off])) for layer in layers]
+                      Cost.between(samples[layer.on, "python"], samples[layer.off, "python"])
+                      if layer.from_python else None,
+                      Cost.between(samples[layer.on, "cpp"], samples[layer.off, "cpp"])) for layer in layers]
 
 
 def call_totals(rounds: int = ROUNDS, seconds: float = 0.005, calls: int = 20_000) -> dict[str, Spread]:

@@ -1408,6 +1408,9 @@ _CUBE_SAMPLES = [
     ("float32, a gradient past its range (inf), and a NaN from above", [2e19, 1.0, 3.0], [1.0, float("nan"), -1.0],
      torch.float32),
     ("float64, a NaN from above at 0", [0.0, 2.0], [float("nan"), 1.0], torch.float64),
+    # x already NaN or infinite where nothing flows back (a masked loss): the gradient is NaN, as torch's own pow gives
+    ("float32, a NaN and an infinite x under a zero gradient", [float("nan"), float("inf"), 2.0], [0.0, 0.0, 1.0],
+     torch.float32),
 ]
 _CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5}  # each dtype's own precision, with room for rounding order
 _CUBE_DIFFERENTIABLE = "lesson 04, section 1: a backward that calls operators through the dispatcher"
@@ -1435,7 +1438,7 @@ def _cube_samples(cube) -> str | None:
                     f"became {_values(grad_output)}). That tensor is autograd's: add's backward hands the same one to "
                     "both its inputs, and after .sum() it is an expanded view that an in-place write refuses (lesson "
                     "04, section 3: what a backward receives).")
-        if not torch.equal(x.detach(), before):
+        if not torch.allclose(x.detach(), before, rtol=0, atol=0, equal_nan=True):  # unchanged, NaN included
             return (f"{what}your backward changed x itself (from {_values(before)} to {_values(x.detach())}): a saved "
                     "input is the caller's tensor, not a copy")
         expected = (given.double() * 3 * before.double() ** 2).to(dtype)
@@ -1998,7 +2001,9 @@ def register_autocast(path: Path) -> Result:
                                torch.bfloat16)
         if not problem:
             with torch.autocast("cpu"):
-                kept = op(activation, parameter)  # an output kept (gradient accumulation): its graph holds the cast
+                # An output kept (gradient accumulation): its graph holds the parameter's cast, as mm saves its second
+                # input when its first requires grad.
+                kept = op(activation.clone().requires_grad_(), parameter)
             parameter.data.mul_(2)
             with torch.autocast("cpu"):
                 problem = call("in a fourth region, the parameter written into through .data while an earlier "
@@ -2300,24 +2305,31 @@ def autocast_guard(path: Path) -> Result:
     problem = next(filter(None, (gradients() for gradients in checks_of_gradients)), None)
     if problem:
         return Result(False, problem)
-    # A second region on the same tensors, their values changed in between, as a training step changes its weights
-    # between two steps' regions: a cast kept from the first region would be stale. (No backward: the change in place
-    # would refuse it.)
+    # Regions on the same tensors, their values changed in between, as a training step changes its weights between two
+    # steps' regions: a cast kept from an earlier region would be stale. (No backward: the change in place would refuse
+    # it.)
     inputs = _sum_squares_inputs([_BF16, _F16], None)
-    for where in ("a first region, xs in bfloat16 and float16",
-                  "a second region, the same xs, their values doubled in place between the two regions"):
+    for change, where in (
+            (None, "a first region, xs in bfloat16 and float16"),
+            (lambda x: x.mul_(2), "a second region, the same xs, their values doubled in place (under no_grad) since "
+                                  "the first"),
+            (lambda x: x.data.mul_(2), "a third region, the same xs, their values doubled through .data "
+                                       "(x.data.mul_(2), which leaves their version counters as they were) since "
+                                       "the second")):
+        with torch.no_grad():
+            for x in inputs[0] if change else ():
+                change(x)
         with torch.autocast("cpu"):
             if isinstance(problem := _sum_squares_call(op, where, [_BF16, _F16], None, _F32, inputs), str):
                 return Result(False, problem)
-        with torch.no_grad():
-            for x in inputs[0]:
-                x.mul_(2)
-    if problem := _sum_squares_fresh_tensors(op) or _sum_squares_in_threads(op):
+    if problem := (_sum_squares_fresh_tensors(op) or _sum_squares_inputs_freed(op)
+                   or _sum_squares_in_threads(op)):
         return Result(False, problem)
     return Result(True, (
         "float32 below autocast for every eligible input, xs and scale, float8 too, in one region and again in a "
         "second one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's "
-        "dispatch state as it was; new tensors in freed memory, and four threads at once"))
+        "dispatch state as it was; on values changed in place and through .data; new tensors in freed memory, the "
+        "tensors freed after their calls, and four threads at once"))
 
 
 def _sum_squares_expected(xs) -> torch.Tensor:
@@ -2339,6 +2351,27 @@ def _sum_squares_fresh_tensors(op) -> str | None:
                     "kept from another tensor (a cache keyed on a TensorImpl*, a data pointer or a version is one) was "
                     "used for this one. Each call casts its own inputs (lesson 05, section 5: which casts torch keeps)")
         del xs, out
+    return None
+
+
+def _sum_squares_inputs_freed(op) -> str | None:
+    """Tensors made, used in a region and dropped, twenty times (a data loader's batches): none may stay alive through
+    something the Autocast kernel kept."""
+    import gc
+    import weakref
+
+    alive = []
+    for _ in range(20):
+        xs = [torch.randn(100).bfloat16(), torch.randn(100).half()]
+        with torch.autocast("cpu"):
+            op(xs, None)
+        alive += [weakref.ref(x) for x in xs]
+        del xs
+    gc.collect()
+    if kept := sum(reference() is not None for reference in alive):
+        return (f"{kept} of 40 tensors, each given to one call in a region and then dropped, are still alive: "
+                "something your kernel kept (a cache of casts?) holds them, and their memory, for the life of the "
+                "thread or process. torch's own cache of casts lives for one region (lesson 05, section 5)")
     return None
 
 
@@ -3066,13 +3099,13 @@ def load_before_aoti(path: Path) -> Result:
                 print("CALLED", json.dumps({{"n": n, "same": same, "grad_mode": torch.is_grad_enabled(),
                                              "inference": isinstance(out, torch.Tensor) and out.is_inference(),
                                              "threads": [threads, torch.get_num_threads()]}}))
-            # A new release deployed over the first one's file, as a deployment replaces model.pt2 in place.
-            (first, x_first, _), (second, x_second, outputs) = torch.load({str(Path(elsewhere) / "calls.pt")!r})
-            stamp = os.stat(first)
-            shutil.copyfile(second, first)  # of the same size, and given the old file's time (rsync -t, cp -p)
-            os.utime(first, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
-            out = answer.run(first, x_second)
-            print("REDEPLOYED", json.dumps({{"same": bool(torch.allclose(out, outputs[1], atol=1e-6))}}))
+            # A release deployed over the file of the last call, as a deployment replaces model.pt2 in place.
+            (first, x_first, outputs), (second, _, _) = torch.load({str(Path(elsewhere) / "calls.pt")!r})
+            stamp = os.stat(second)
+            shutil.copyfile(first, second)  # of the same size, and given the old file's time (rsync -t, cp -p)
+            os.utime(second, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+            out = answer.run(second, x_first)
+            print("REDEPLOYED", json.dumps({{"same": bool(torch.allclose(out, outputs[0], atol=1e-6))}}))
             for name, wrong in (("ONE ROW", torch.zeros(1, x.shape[1])), ("FLOAT64", x.double()),
                                 ("INT64", x.long())):
                 threads = torch.get_num_threads()
@@ -3146,9 +3179,10 @@ def load_before_aoti(path: Path) -> Result:
                                  "everything the caller runs after it. run() changes nothing but its output.")
     redeployed = [json.loads(line.removeprefix("REDEPLOYED ")) for line in lines if line.startswith("REDEPLOYED ")]
     if redeployed and not redeployed[0]["same"]:
-        return Result(False, "in the fresh Python, a second model copied over the first one's model.pt2 (a new release "
-                             "deployed in place, a file of the same size, given the old file's time as rsync -t and "
-                             "cp -p give it), then run() on that file: not the new model's output. Something kept from "
+        return Result(False, "in the fresh Python, the first model copied over the second one's model.pt2, the file of "
+                             "the last call (a release deployed in place, a file of the same size, given the old "
+                             "file's time as rsync -t and cp -p give it), then run() on that file: not the output of "
+                             "the model now in it. Something kept from "
                              "the earlier call (a cache keyed on the file's name, size or time?) ran the old model: "
                              f"what run() keeps must change when the file's contents do.{hint}.")
     if not one_row[0]["refused"]:
@@ -3185,8 +3219,9 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, your code loaded {shown[0]}{more} from the workbook's build "
                              "folder: a production machine has none, only the package where pip installed it (here, in "
                              f"a folder of its own).{hint}.")
-    return Result(True, "same as eager, for both models and a release deployed over the first; a batch the package "
-                        "refuses refused; grad mode and threads as they were; the operators from the installed package")
+    return Result(True, "same as eager, for both models and a release deployed over the last one called; a batch the "
+                        "package refuses refused; grad mode and threads as they were; the operators from the installed "
+                        "package")
 
 
 def _stable_add_opcheck_cases() -> list[tuple]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import importlib
 import io
 import json
@@ -161,6 +162,10 @@ def _serve(address: str, preload: list[str]) -> None:
     for module in preload:
         importlib.import_module(module)
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.NOTSET)
+    # What the imports made, kept out of every child's garbage collections: a full collection walks every object and
+    # writes into each, so a child's first one copied the server's whole heap (a quarter of a second of a check that
+    # calls gc.collect(); tests/test_forkserver.py). A child's own objects are collected as usual.
+    gc.freeze()
     # One loop, no thread: each child is forked from this process, and watched through two descriptors, its client's
     # connection (readable: the client is gone, kill the child) and its pidfd (readable: it exited, send the code).
     children: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (connection, pid)

@@ -1,19 +1,18 @@
 """What a reader does with README's "Using this in your own project": copy the four files it names into
 a folder of their own, save its C++ block as my_ops.cpp, run its Python cell, and check what it shows.
-All of it runs in a fresh Python in a folder outside the checkout, with the copied files and torch."""
+All of it runs in a process of its own, in a folder outside the checkout, with the copied files and torch: a new
+Python, or under the test command a child of the fork server, which has imported nothing but torch (forkserver.py)."""
 
 import filecmp
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
-from helpers import paths
+from helpers import forkserver, paths
 
 COPIED = ["helpers/trace.py", "helpers/plot.py", "csrc/trace.h", "csrc/trace_ops.cpp"]
 
@@ -71,8 +70,7 @@ def test_copied_trace_and_plot_trace_a_readers_own_operator():
     # The reader's folder holds its own build, as a reader's project would: one per torch release, since torch 2.14
     # leaves a `lock` file in a build folder that torch 2.13 waits on forever.
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(folder / f"torch_extensions-{torch.__version__}")}
-    done = subprocess.run([sys.executable, "reader.py"], cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = forkserver.run("import runpy; runpy.run_path('reader.py', run_name='__main__')", env, str(folder), 600)
     assert done.returncode == 0 and done.stdout.endswith("OK\n"), done.stdout[-3000:] + done.stderr[-3000:]
     assert "my_ops::twice" in done.stdout and "recorded:  CPU(Float)" in done.stdout
     assert (folder / "ladders.png").stat().st_size > 0 and (folder / "table.png").stat().st_size > 0

@@ -3790,6 +3790,10 @@ def _upcast_operators(received: list) -> torch.library.Library:
         refusing("cast_sum", x)
         return x.sum(dtype=out_dtype)
 
+    def accumulate_(acc, x):  # writes acc, whatever its floating dtype, and returns it
+        refusing("accumulate_", acc, x)
+        return acc.add_(x)
+
     def centre_(mean, x):  # writes `mean`, returns a new tensor, as batch norm writes its running statistics
         refusing("centre_", mean, x)
         mean.copy_(x.mean(0))
@@ -3810,6 +3814,7 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("total(Tensor[] xs) -> Tensor", total, ()),
             ("scale_both_(Tensor(a!) x, Tensor(b!) y, float s) -> ()", scale_both_, ()),
             ("centre_(Tensor(a!) mean, Tensor x) -> Tensor", centre_, ()),
+            ("accumulate_(Tensor(a!) acc, Tensor x) -> Tensor(a!)", accumulate_, (torch.Tag.inplace,)),
             ("cast_sum(Tensor x, *, ScalarType out_dtype) -> Tensor", cast_sum, ())]:
         library.define(schema, tags=tags)
         for key in ("CPU", "Meta"):  # torch operations only: they run on meta tensors too
@@ -3900,6 +3905,8 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          lambda d: ((square := fresh(torch.arange(16.0).view(4, 4), d), square.t()), {}), ops.fp32_only, same),
         (f"centre_(mean, x) in {name}: mean written, a new tensor returned",
          lambda d: ((torch.zeros(5, dtype=d), fresh(x, d)), {}), ops.centre_, same),
+        (f"accumulate_(acc, x) with acc in float32 and x in {name}: a float32 argument written, and returned",
+         lambda d: ((fresh(x, torch.float32), fresh(x, d)), {}), ops.accumulate_, returns(0)),
         (f"x.sum().item() in {name}: a Python number", lambda d: ((fresh(x, d),), {}), lambda t: t.sum().item(),
          same),
         (f"x.to(dtype=torch.float32) from {name}: the call names its output's dtype",
@@ -3974,9 +3981,13 @@ def _upcast_arguments_differ(args, ref_args) -> str | None:
     return None
 
 
-def _upcast_difference(out, ref, half, named: torch.dtype | None = None) -> str | None:
+def _upcast_difference(out, ref, half, named: torch.dtype | None = None, args=()) -> str | None:
     """How `out` (under the mode, from half inputs; `half` None where the call had none) differs from `ref` (float32,
-    no mode): None where it does not. A call that names its output's dtype (`named`) gets it."""
+    no mode): None where it does not. A call that names its output's dtype (`named`) gets it; an output that is one of
+    the call's `args` (written and returned) keeps its own."""
+    from torch.utils._pytree import tree_flatten
+
+    callers = tree_flatten(args)[0]
     outs, refs = (list(v) if isinstance(v, (tuple, list)) else [v] for v in (out, ref))
     if len(outs) != len(refs):
         return f"{len(outs)} output(s) where there are {len(refs)}"
@@ -3992,6 +4003,8 @@ def _upcast_difference(out, ref, half, named: torch.dtype | None = None) -> str 
         if not isinstance(o, torch.Tensor):
             return f"output {i + 1} is {type(o).__name__}, not a tensor"
         want = (named or half) if r.is_floating_point() and half is not None else r.dtype
+        if any(o is tensor for tensor in callers):  # the caller's own tensor, written and returned
+            want = o.dtype
         if o.device != r.device:
             return f"output {i + 1} is on {o.device}, where the call gives {r.device}"
         if o.device.type == "meta":
@@ -4100,7 +4113,8 @@ def upcast_mode(path: Path) -> Result:
                                          f"caller's x. An operator whose output aliases an input runs as it is{hint}")
                 has_half = any(isinstance(t, torch.Tensor) and t.dtype in _HALF for t in tree_flatten(args)[0])
                 named = next((v for v in tree_flatten(args)[0] if isinstance(v, torch.dtype)), None)
-                if problem := _upcast_difference(out, ref, half if has_half else None, named) or check(out, args):
+                if problem := (_upcast_difference(out, ref, half if has_half else None, named, args)
+                               or check(out, args)):
                     return Result(False, f"{what}: {problem}{hint}")
                 if not has_half and received != ref_received:
                     got = ", ".join(str(d).removeprefix("torch.") for _, dtypes in received[:1] for d in dtypes)
@@ -4274,7 +4288,10 @@ def dynamic_fake(path: Path) -> Result:
                        torch.ones(1700, 3)),
                       ("an x with no positive element", -torch.ones(2, 3)),
                       ("an x with one positive element", torch.tensor([[-1.0, 2.0, -3.0], [-4.0, -5.0, -6.0]])),
-                      ("a 2 x 3 x of positive elements only", torch.ones(2, 3))]
+                      ("a 2 x 3 x of positive elements only", torch.ones(2, 3)),
+                      ("a transposed x, 5 x 3, of positive elements only", torch.ones(3, 5).t()),
+                      ("an x expanded from one row (stride 0), 6 x 3, of positive elements only",
+                       torch.ones(1, 3).expand(6, 3))]
             for dynamic in (True, False):
                 torch._dynamo.reset()  # a compile of its own: the other setting's graphs would serve these calls
                 compiled = torch.compile(Doubled(), backend="aot_eager", fullgraph=True, dynamic=dynamic)

@@ -82,7 +82,7 @@ _UNDEFINED = "lesson 00, 'Underneath trace.call': where a call goes when its key
 
 
 def _walk_cases():
-    """(what, op, args, context, where to look) for 00.walk: aten's and the workbook's operators, several devices,
+    """(what, op, args, context, where to look[, kwargs]) for 00.walk: aten's and the workbook's operators, several devices,
     layouts, argument kinds and thread-local states."""
     from contextlib import nullcontext
 
@@ -143,6 +143,13 @@ def _walk_cases():
          torch.ops.aten.zeros.default, ([2],), lambda: torch.device("meta"), _BACKEND_SELECT),
         ("aten::ones([2, 3]) inside torch.inference_mode()", torch.ops.aten.ones.default, ([2, 3],),
          torch.inference_mode, _BACKEND_SELECT),
+        ("aten::zeros([2], device=\"meta\")", torch.ops.aten.zeros.default, ([2],), nullcontext, _BACKEND_SELECT,
+         {"device": "meta"}),
+        ("aten::empty.memory_format([2, 2], layout=torch.sparse_coo)", torch.ops.aten.empty.memory_format, ([2, 2],),
+         nullcontext, _BACKEND_SELECT, {"layout": torch.sparse_coo}),
+        ("aten::empty.memory_format([2, 2], layout=torch.sparse_csr, device=\"meta\")",
+         torch.ops.aten.empty.memory_format, ([2, 2],), nullcontext, _BACKEND_SELECT,
+         {"layout": torch.sparse_csr, "device": "meta"}),
         ("aten::_to_copy(y on meta), what y.to(torch.float64) calls", torch.ops.aten._to_copy.default,
          (y.to("meta"),), nullcontext, _BACKEND_SELECT_TENSORS),
         ("aten::_to_copy(sparse y)", torch.ops.aten._to_copy.default, (y.to_sparse(),), nullcontext,
@@ -169,11 +176,12 @@ def walk(path: Path) -> Result:
     build.load_all("schemas", "cpu", "meta")
     kernels = load_python(path).kernels
 
-    def walked(what, op, args, context=nullcontext, where_to_look=_NO_ENTRY) -> Result:
+    def walked(what, op, args, context=nullcontext, where_to_look=_NO_ENTRY, kwargs=None) -> Result:
+        kwargs = kwargs or {}
         with context():
-            yours, actual = kernels(op, *args), call_path(op, *args)
+            yours, actual = kernels(op, *args, **kwargs), call_path(op, *args, **kwargs)
             if len(yours) > len(actual) and yours[:len(actual)] == actual:  # a walk that went on past its end
-                where_to_look = _walk_end(trace.predict(op, *args))
+                where_to_look = _walk_end(trace.predict(op, *args, **kwargs))
         result = compare_paths(yours, actual, where_to_look)
         return result if result.passed else Result(False, f"{what}: {result.diagnosis}")
 
@@ -530,6 +538,15 @@ def composite_key(path: Path) -> Result:
     if torch._C._parse_dispatch_key(answer.KEY) is None:
         return Result(False, f"torch knows no dispatch key named {answer.KEY!r} (lesson 02, section 3: the keys a "
                              "registration can name)")
+    @contextlib.contextmanager
+    def float64_by_default():  # a project that computes in float64 by default
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(default)
+
     with operator("softplus2(Tensor x) -> Tensor", answer.softplus2, answer.KEY):
         op = torch.ops.exercise.softplus2.default
         problems = []
@@ -546,6 +563,8 @@ def composite_key(path: Path) -> Result:
                                  ("a channels_last CPU tensor", torch.randn(2, 3, 2, 2).contiguous(
                                      memory_format=torch.channels_last), nullcontext),
                                  ("an expanded CPU tensor (stride 0)", torch.randn(1, 3).expand(2, 3), nullcontext),
+                                 ("a float32 CPU tensor, after torch.set_default_dtype(torch.float64)",
+                                  torch.tensor([-3.0, 0.5, 2.0]), float64_by_default),
                                  ("an empty CPU tensor", torch.randn(0, 2), nullcontext),
                                  ("an empty float64 CPU tensor", torch.randn(0, 2, dtype=torch.float64), nullcontext),
                                  ("meta tensors (what torch.compile and torch.export trace with)",

@@ -189,9 +189,9 @@ def operator(schema: str, kernel=None, key: str = "CPU", namespace: str = "exerc
     yield library
 
 
-def call_path(op, *args) -> list[str]:
-    """The keys whose kernels the dispatcher calls for op(*args), here and now."""
-    return trace.path(trace.predict(op, *args))
+def call_path(op, *args, **kwargs) -> list[str]:
+    """The keys whose kernels the dispatcher calls for op(*args, **kwargs), here and now."""
+    return trace.path(trace.predict(op, *args, **kwargs))
 
 
 def first_difference(answer: list, actual: list) -> int | None:

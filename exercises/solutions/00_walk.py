@@ -1,14 +1,14 @@
 """Exercise 00.walk (hard): the dispatcher's walk, by hand.
 
-Write `kernels(op, *args)`: the dispatch keys whose kernels the dispatcher calls for op(*args), here and now, highest
-priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not helpers.trace. The check
-compares your list with the dispatcher's for aten's and the workbook's operators and operators defined from Python,
-composite, in-place and view ones, factory functions and an operator with no tensor argument at all included, on
-CPU, meta, sparse (COO and CSR) and conjugated complex tensors, mixed ones and lists of them, inside torch.no_grad(),
-torch.inference_mode(), torch.autocast("cpu"), torch.device("meta"), a TorchDispatchMode that hands each call on (what
-a mode such as FakeTensorMode does with a call is its own Python code: lesson 10) and
-torch._C._AutoDispatchBelowADInplaceOrView(), and for two calls made again after a registration changed their
-operators (one of them aten's). Asking must not make the call.
+Write `kernels(op, *args, **kwargs)`: the dispatch keys whose kernels the dispatcher calls for op(*args, **kwargs), here
+and now, highest priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not
+helpers.trace. The check compares your list with the dispatcher's for aten's and the workbook's operators and operators
+defined from Python, composite, in-place and view ones, factory functions (given a device or a layout, or neither) and
+an operator with no tensor argument at all included, on CPU, meta, sparse (COO and CSR) and conjugated complex tensors,
+mixed ones and lists of them, inside torch.no_grad(), torch.inference_mode(), torch.autocast("cpu"),
+torch.device("meta"), a TorchDispatchMode that hands each call on (what a mode such as FakeTensorMode does with a call
+is its own Python code: lesson 10) and torch._C._AutoDispatchBelowADInplaceOrView(), and for two calls made again after
+a registration changed their operators (one of them aten's). Asking must not make the call.
 """
 
 import torch
@@ -27,10 +27,10 @@ def is_backend(key) -> bool:
     return C.DispatchKey.StartOfDenseBackends.value < key.value <= C.DispatchKey.EndOfNestedTensorBackends.value
 
 
-def backend_selected(op, args, from_tensors) -> "C.DispatchKeySet":
+def backend_selected(op, args, kwargs, from_tensors) -> "C.DispatchKeySet":
     """What a BackendSelect kernel hands the call on with: the backend key of the device and layout arguments (CPU
     where no device is given), with the tensors' keys where there are any (torchgen/gen.py, ComputeBackendSelect)."""
-    given = dict(zip((argument.name for argument in op._schema.arguments), args))
+    given = {**dict(zip((argument.name for argument in op._schema.arguments), args)), **kwargs}
     device = torch.device(given.get("device") or "cpu")
     backend = C._dispatch_key_for_device(device.type)
     layout = given.get("layout") or torch.strided
@@ -42,7 +42,7 @@ def backend_selected(op, args, from_tensors) -> "C.DispatchKeySet":
     return (selected | from_tensors | C._dispatch_tls_local_include_set()) - C._dispatch_tls_local_exclude_set()
 
 
-def kernels(op, *args) -> list[str]:
+def kernels(op, *args, **kwargs) -> list[str]:
     keyset = C.DispatchKeySet(C.DispatchKey.Undefined)
     for arg in args:
         for tensor in arg if isinstance(arg, (list, tuple)) else [arg]:  # a Tensor[] argument's tensors count too
@@ -64,7 +64,7 @@ def kernels(op, *args) -> list[str]:
             if name in math_kernels:  # it calls other operators, each with a walk of its own
                 break
             if name == "BackendSelect":  # a factory's: it picks the backend and hands the call on to it
-                keyset = backend_selected(op, args, from_tensors)
+                keyset = backend_selected(op, args, kwargs, from_tensors)
         if name not in listed:  # no entry: the dispatcher raises "could not run" here
             break
         keyset = keyset & C._dispatch_keyset_full_after(key)

@@ -1272,6 +1272,22 @@ def _leaf_refused(op) -> str | None:
             "differentiates with respect to), and so does the Autograd kernel you were given")
 
 
+def _leaf_written_without_grad(op) -> str | None:
+    """add_ into a leaf that requires grad, inside torch.no_grad(): an optimizer's step. torch's add_ writes it."""
+    leaf = torch.zeros(3, requires_grad=True)
+    try:
+        with torch.no_grad():
+            op(leaf, torch.ones(3))
+    except RuntimeError as error:
+        return (f"add_ into a leaf that requires grad, inside torch.no_grad() (what an optimizer's step does to every "
+                f"parameter), raised {str(error).strip().splitlines()[0][:160]!r}: torch's add_ writes it there, and "
+                "so does the Autograd kernel you were given: with grad mode off nothing is recorded, so nothing "
+                "needs the leaf's old value")
+    if not torch.equal(leaf.detach(), torch.ones(3)):
+        return f"add_ into a leaf inside torch.no_grad(): the leaf holds {leaf.detach().tolist()}, not the sum"
+    return None
+
+
 def _subclass_passed_on(call, given: list, name: str) -> str | None:
     """`call(x)` on a plain CPU tensor, then on a tensor subclass that carries the Python key itself (TwoTensor, torch's
     test subclass: two tensors in one): below autograd the call must reach the subclass's __torch_dispatch__, which
@@ -1396,7 +1412,7 @@ def inplace_autograd(path: Path) -> Result:
 
         if not problems and (told := _keyset_kept_apart(add_ones, torch.ones(3), "add_", answer.AddInPlace)):
             problems.append(told)
-        if not problems and (told := _leaf_refused(op)):
+        if not problems and (told := _leaf_refused(op) or _leaf_written_without_grad(op)):
             problems.append(told)
         if not problems and (told := _subclass_passed_on(lambda x: op(x.clone(), torch.ones(3)), given, "add_")):
             problems.append(told)
@@ -1605,7 +1621,7 @@ def _cube_third_derivative(cube) -> str | None:
     """d3/dx3 of x ** 3 is 6 everywhere: a backward built from torch operators is differentiable as often as they
     are; one whose own pieces stop the graph (a detach, a Function without a differentiable backward) is not. And a
     plain backward first (retain_graph=True, a logging pass), then one with create_graph=True on the same graph."""
-    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    x = torch.tensor([0.5, -1.0, 0.0, 2.0], dtype=torch.float64, requires_grad=True)
     out = cube(x).sum()
     torch.autograd.grad(out, x, retain_graph=True)
     (first,) = torch.autograd.grad(out, x, create_graph=True)
@@ -1622,29 +1638,68 @@ def _cube_third_derivative(cube) -> str | None:
         return (f"a third derivative (d/dx of the second, create_graph=True twice): {str(error).splitlines()[0][:160]}"
                 f", where d3(x ** 3)/dx3 is 6: your backward is differentiable once, not as often as the torch "
                 f"operators it could be built from ({_CUBE_DIFFERENTIABLE}).")
-    if not torch.allclose(third, torch.full((3,), 6.0, dtype=torch.float64)):
-        return f"a third derivative: {_values(third)}, where d3(x ** 3)/dx3 is 6 ({_CUBE_DIFFERENTIABLE})."
+    if not torch.allclose(third, torch.full((4,), 6.0, dtype=torch.float64)):
+        return (f"a third derivative at x = {_values(x.detach())}: {_values(third)}, where d3(x ** 3)/dx3 is 6 "
+                f"everywhere, 0 included ({_CUBE_DIFFERENTIABLE}).")
     return None
 
 
 def _cube_saves_through_autograd(cube) -> str | None:
-    """What forward keeps for backward, kept with ctx.save_for_backward: torch.autograd.graph.saved_tensors_hooks (what
-    save_on_cpu and activation checkpointing use) must see x. Kept on ctx as an attribute, it never reaches them."""
+    """What forward keeps for backward, kept with ctx.save_for_backward and nothing else: torch.autograd.graph.
+    saved_tensors_hooks (what save_on_cpu and activation checkpointing use) must see x, and what they keep must be all
+    that is kept: an activation the caller drops is freed, its copy packed by the hook standing for it."""
+    import weakref
+
     packed = []
 
-    def pack(tensor):
+    def pack(tensor):  # as save_on_cpu packs: a copy of its own stands for the saved tensor
         packed.append(tensor.shape)
-        return tensor
+        return tensor.detach().clone()
 
     x = torch.randn(5, dtype=torch.float64, requires_grad=True)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        out = cube(x)
-    torch.autograd.grad(out.sum(), x)
+        activation = x * 2  # a layer's output, which the caller drops once cube has it
+        out = cube(activation)
+    alive = weakref.ref(activation)
+    del activation
     if not packed:
         return ("under torch.autograd.graph.saved_tensors_hooks (what torch.autograd.graph.save_on_cpu and activation "
                 "checkpointing use to move or drop saved tensors), your forward saved nothing through them: x was "
                 "kept another way (an attribute of ctx?), so those tools cannot free its memory, and autograd cannot "
                 "tell when x changes. ctx.save_for_backward keeps it as autograd expects (lesson 04, section 1).")
+    if alive() is not None:
+        return ("under torch.autograd.graph.saved_tensors_hooks whose pack hook keeps a copy of its own (as save_on_cpu "
+                "keeps one on the CPU), an activation the caller dropped after cube's forward is still alive: "
+                "something besides ctx.save_for_backward holds x (an attribute of ctx?), so those tools free nothing. "
+                "Backward reads x from ctx.saved_tensors, and nowhere else (lesson 04, section 1).")
+    (grad,) = torch.autograd.grad(out.sum(), x)
+    if not torch.allclose(grad, 2 * 3 * (2 * x.detach()) ** 2):
+        return (f"under saved_tensors_hooks whose pack hook keeps a copy: the gradient is {_values(grad)}, right "
+                f"{_values(24 * x.detach() ** 2)}: backward computed from something other than what ctx.saved_tensors "
+                "returned (lesson 04, section 1)")
+    return None
+
+
+def _cube_outputs_freed(cube) -> str | None:
+    """An output the caller drops is freed at once, by reference counting, as torch's own operators' are: nothing in
+    the graph points back at it (ctx.output = output makes a cycle, freed only when the cycle collector runs)."""
+    import gc
+    import weakref
+
+    x = torch.randn(1000, dtype=torch.float64, requires_grad=True)
+    gc.disable()  # what is freed must be freed without it
+    try:
+        out = cube(x)
+        alive = weakref.ref(out)
+        del out
+        kept = alive() is not None
+    finally:
+        gc.enable()
+    if kept:
+        return ("an output of cube, dropped by the caller, is still alive until Python's cycle collector runs: the "
+                "graph refers back to it (ctx.output = output, say: output -> grad_fn -> ctx -> output), so each "
+                "step's outputs, and their memory, outlive the step. What backward needs of the output is saved with "
+                "ctx.save_for_backward, which makes no cycle (lesson 04, section 1).")
     return None
 
 
@@ -1663,7 +1718,8 @@ def backward(path: Path) -> Result:
             return Result(False, "gradcheck failed")
         if not torch.autograd.gradgradcheck(cube, (x,), raise_exception=False):
             return Result(False, f"gradgradcheck failed ({_CUBE_DIFFERENTIABLE}; section 2)")
-        if problem := _cube_third_derivative(cube) or _cube_saves_through_autograd(cube):
+        if problem := (_cube_third_derivative(cube) or _cube_saves_through_autograd(cube)
+                       or _cube_outputs_freed(cube)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -1690,6 +1746,28 @@ def _redispatch_crash(path: Path) -> str:
             "lesson 03, section 3: how a kernel hands a call on, and what the dispatcher checks on the way")
 
 
+def _scale2_tangent_kept(op) -> str | None:
+    """scale2 on a dual tensor (forward-mode AD, torch.autograd.forward_ad): the output's tangent is 2 * x's, or the
+    call refuses (Scale2 has no jvp, and Function.apply says so). The kernels below autograd, like C++ ones, carry no
+    tangent: a call that goes below autograd past Scale2 drops it without a word."""
+    import torch.autograd.forward_ad as forward_ad
+
+    with forward_ad.dual_level():
+        dual = forward_ad.make_dual(torch.ones(3), torch.full((3,), 5.0))
+        try:
+            out = op(dual)
+        except (NotImplementedError, RuntimeError):
+            return None  # refused: no jvp
+        tangent = forward_ad.unpack_dual(out).tangent
+    if tangent is None or not torch.equal(tangent, torch.full((3,), 10.0)):
+        shown = "None" if tangent is None else tangent.tolist()
+        return (f"on a dual tensor (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp), tangent [5, 5, 5], the "
+                f"output's tangent is {shown}, where 2 * x's is [10, 10, 10]: the call went below autograd without "
+                "Scale2 (which refuses forward mode: it has no jvp), and the kernels there, like C++ kernels, carry no "
+                "tangent")
+    return None
+
+
 @exercise("04.redispatch", "hard", on_crash=_redispatch_crash)
 def redispatch(path: Path) -> Result:
     from contextlib import nullcontext
@@ -1701,7 +1779,8 @@ def redispatch(path: Path) -> Result:
             ran.append(key)
             given.append(type(x).__name__)
             conjugate_bit.append(x.is_conj() or x.is_neg())  # a kernel that reads memory needs their fallbacks first
-            return torch.empty_like(x) if key == "Meta" else x * 2
+            with torch._C._AutoDispatchBelowAutograd():  # as a C++ kernel computes: no autograd inside, no tangent
+                return torch.empty_like(x) if key == "Meta" else x * 2
         return run
 
     with operator("scale2(Tensor x) -> Tensor", kernel("CPU")) as library:
@@ -1828,6 +1907,8 @@ def redispatch(path: Path) -> Result:
             return Result(False, f"on a sparse CSR tensor, which no kernel of scale2's takes (the call raises): {left}")
         except (RuntimeError, NotImplementedError):
             pass
+        if told := _scale2_tangent_kept(op):
+            return Result(False, f"{told}\nLook again at {_PASSING_ON}")
         x = torch.ones(3)
         first = op(x)
         first.add_(1)  # the caller's to write into: a new tensor, as the schema promises

@@ -3021,10 +3021,67 @@ def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:
     return None
 
 
-@exercise("07.layer_cost", "hard")
-def layer_cost(path: Path) -> Result:
+def _layer_cost_settings() -> dict:
+    """The process-wide settings a measurement may change while it times, as they are now."""
     import gc
 
+    return {"garbage collection": "on" if gc.isenabled() else "off", "the collector's thresholds": gc.get_threshold(),
+            "the objects frozen out of collection (gc.freeze)": gc.get_freeze_count(),
+            "torch's threads": torch.get_num_threads(), "Python's random numbers (the random module)": random.getstate(),
+            "torch's random numbers": torch.random.get_rng_state()}
+
+
+def _layer_cost_settings_changed(answer, threads: int) -> str | None:
+    """07.layer_cost run by a caller that turned garbage collection off and tuned its thresholds, then by one whose
+    timer raises: what the answer left changed, or None (`threads`: torch's threads before the check's first call).
+    (timeit turns the collector off while it times.)"""
+    import gc
+
+    def differing(before: dict, after: dict) -> str | None:
+        names = [name for name in before if not (before[name] == after[name] if not isinstance(before[name],
+                 torch.Tensor) else torch.equal(before[name], after[name]))]
+        return ", ".join(f"{name} changed" + (f" ({before[name]} to {after[name]})" if name in (
+            "garbage collection", "the collector's thresholds", "torch's threads") else "") for name in names) or None
+
+    thresholds = gc.get_threshold()
+    gc.disable()  # a caller that had turned it off, and tuned the thresholds
+    gc.set_threshold(50_000, 50, 100)
+    try:
+        before = {**_layer_cost_settings(), "torch's threads": threads}
+        timer = FakeTimer(0.4, seed=11)
+        answer(timer.with_layer, timer.without, rounds=15)
+        changed = differing(before, _layer_cost_settings())
+    finally:
+        gc.enable()
+        gc.set_threshold(*thresholds)
+        torch.set_num_threads(threads)
+    if changed:
+        return f"{changed}, for a caller that had turned garbage collection off and set thresholds of its own"
+    timer, calls = FakeTimer(0.4, seed=12), []
+
+    def failing():  # the timed call fails at the third round (an operator that raises)
+        calls.append(None)
+        if len(calls) == 3:
+            raise RuntimeError("the timed call failed")
+        return timer.with_layer()
+
+    before = _layer_cost_settings()
+    try:
+        answer(failing, timer.without, rounds=15)
+    except RuntimeError:
+        pass
+    try:
+        if changed := differing(before, _layer_cost_settings()):
+            return f"{changed}, after a timer raised (its error passed through your function)"
+    finally:
+        gc.enable()
+        gc.set_threshold(*thresholds)
+        torch.set_num_threads(threads)
+    return None
+
+
+@exercise("07.layer_cost", "hard")
+def layer_cost(path: Path) -> Result:
     answer = load_python(path).layer_cost
     threads = torch.get_num_threads()
     problems = []
@@ -3036,6 +3093,8 @@ def layer_cost(path: Path) -> Result:
             ("a layer of 0.40 µs on a machine that slows down as it runs", FakeTimer(0.4, drift=0.04), 0.4, 15),
             ("a layer of 0.40 µs, with a spike in one call of 16", FakeTimer(0.4, spikes=True), 0.4, 15),
             ("a layer of 0.02 µs on a quiet machine (noise of 0.002 µs)", FakeTimer(0.02, noise=0.002), 0.02, 15),
+            ("a layer of 5 ns (0.005 µs, as lesson 07 times C++ calls) on a very quiet machine (noise of 0.0005 µs)",
+             FakeTimer(0.005, noise=0.0005), 0.005, 15),
             ("no layer at all: the same call twice", FakeTimer(0.0), None, 15),
             ("no layer at all, on a noisy machine (noise of 0.3 µs)", FakeTimer(0.0, noise=0.3, seed=6), None, 15),
             ("no layer at all, timed in whole steps of 0.125 µs (most differences exactly 0)",
@@ -3106,20 +3165,10 @@ def layer_cost(path: Path) -> Result:
                              f"you report {_shown(measured)}, where the layer costs 0.40 µs: the timers ran where the "
                              "caller's thread-local state (the region, grad mode, guards) is not, in another thread? "
                              "A timer times a call as the caller would make it, on the caller's thread")
-    # Process-wide settings a timer may change while it times (timeit turns garbage collection off): as found.
-    timer = FakeTimer(0.4, seed=11)
-    gc.disable()  # a caller that had turned it off
-    try:
-        answer(timer.with_layer, timer.without, rounds=15)
-        collecting = gc.isenabled()
-    finally:
-        gc.enable()
-    if collecting or torch.get_num_threads() != threads:
-        changed = ("garbage collection on, where the caller had turned it off" if collecting else
-                   f"{torch.get_num_threads()} thread(s), where it had {threads}")
-        return Result(False, f"after your function ran, the process has {changed}: a measurement leaves process-wide "
-                             "settings (gc.disable(), torch.set_num_threads) as it found them, even if it changes them "
-                             "while it times")
+    if changed := _layer_cost_settings_changed(answer, threads):
+        return Result(False, f"after your function ran, {changed}: a measurement leaves process-wide settings as it "
+                             "found them, even if it changes them while it times, and even when a timer raises (what "
+                             "timeit does to garbage collection, it undoes in a finally)")
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
                         "rounds, silent on noise, a coarse timer's included, measured anew on each call, on the "
                         "caller's thread")

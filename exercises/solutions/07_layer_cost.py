@@ -1,13 +1,14 @@
 """Exercise 07.layer_cost (hard): what a layer costs, measured as lesson 07 measures it.
 
 Write `layer_cost(time_with, time_without, rounds)`. Each call of `time_with()` times one call of an operator with a
-layer (an Autograd kernel, say) and returns microseconds; `time_without()` the same call without the layer. Return
-the layer's cost as (median, first quartile, third quartile) in microseconds (any usual definition of a quartile),
-over `rounds` rounds, or None when the cost is within the noise of the machine. The check hands you made-up timers,
-and counts your calls: a steady machine, one that slows down as it runs, one with spikes, a quiet one with a small
-layer, and four where the layer costs nothing, one of them noisy, one whose timer counts whole steps, and one where
-the second call of a round runs faster than the first, whichever side it times; over an odd and an even number of
-rounds. A measurement leaves the process's settings (garbage collection, torch's threads) as it found them.
+layer (an Autograd kernel, say) and returns microseconds; `time_without()` the same call without the layer. Return the
+layer's cost as (median, first quartile, third quartile) in microseconds (any usual definition of a quartile), over
+`rounds` rounds, or None when the cost is within the noise of the machine. The check hands you made-up timers, and
+counts your calls: a steady machine, one that slows down as it runs, one with spikes, two quiet ones with small layers
+(20 ns and 5 ns), and four where the layer costs nothing, one of them noisy, one whose timer counts whole steps, and one
+where the second call of a round runs faster than the first, whichever side it times; over an odd and an even number of
+rounds. A measurement leaves the process's settings (garbage collection: on or off, its thresholds, frozen objects;
+torch's threads; Python's and torch's random numbers) as it found them, when a timer raises too.
 """
 
 import statistics

@@ -2861,6 +2861,9 @@ def records_graph(path: Path) -> Result:
          lambda: [torch.tensor(2.0, requires_grad=True), leaf()]),
         ("a meta input that requires grad", False,
          lambda: [torch.ones(2, device="meta", requires_grad=True), torch.ones(2, device="meta")]),
+        ("a meta input with a forward-mode tangent", True,
+         lambda: [forward_ad.make_dual(torch.ones(2, device="meta"), torch.ones(2, device="meta")),
+                  torch.ones(2, device="meta")]),
         ("a sparse COO input that requires grad", False,
          lambda: [torch.ones(2).to_sparse().requires_grad_(), torch.ones(2).to_sparse()]),
     ]

@@ -1,16 +1,16 @@
 """Exercise 08.load_before_aoti (easy): run an AOTInductor package in production.
 
 Write `run(model_pt2, x)`: load the AOTInductor package `model_pt2` (a .pt2 file like lesson 08's, whose model calls
-workbook operators) and return the model's output for `x`. The check runs it as production would: in a fresh Python
-in which only torch and the installed wheel (`workbook_ops`) can be imported, the wheel installed in a folder of its
-own (not where lesson 08 put it), with AOTI_RUNTIME_CHECK_INPUTS=1 set as lesson 08 advises. It calls `run` on two
-packages in turn (two models, each deployed as model.pt2 in a folder of its own), on the second file again after the
-first model was copied over it (a release deployed in place: a file of the same size, given the old file's time, as
-rsync -t and cp -p deploy), then with inputs the package refuses (too few rows, two other dtypes), once inside
-torch.no_grad(), and four times more on one file, as a server calls it once a request; it checks each output (a
-tensor the caller can use as any other), the refusals, that grad mode and the number of threads are as they were after
-each call, that the models it keeps loaded do not grow with the calls, and that nothing was loaded from the workbook's
-build folder.
+workbook operators) and return the model's output for `x`. The check runs it as production would: in a fresh Python in
+which only torch and the installed wheel (`workbook_ops`) can be imported, the wheel installed in a folder of its own
+(not where lesson 08 put it), with AOTI_RUNTIME_CHECK_INPUTS=1 set as lesson 08 advises. It calls `run` on two packages
+in turn (two models, each deployed as model.pt2 in a folder of its own), on the second file again after the first model
+was copied over it (a release deployed in place: a file of the same size, given the old file's time, as rsync -t and cp
+-p deploy), then with inputs the package refuses (too few rows, two other dtypes), once inside torch.no_grad(), four
+times more on one file, as a server calls it once a request, and after each of four releases deployed over one file in
+turn; it checks each output (a tensor the caller can use as any other), the refusals, that grad mode and the number of
+threads are as they were after each call, that the models it keeps loaded do not grow with the calls, and that nothing
+was loaded from the workbook's build folder.
 """
 
 import torch

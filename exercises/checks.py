@@ -82,8 +82,8 @@ _UNDEFINED = "lesson 00, 'Underneath trace.call': where a call goes when its key
 
 
 def _walk_cases():
-    """(what, op, args, context, where to look[, kwargs]) for 00.walk: aten's and the workbook's operators, several devices,
-    layouts, argument kinds and thread-local states."""
+    """(what, op, args, context, where to look[, kwargs]) for 00.walk: aten's and the workbook's operators, several
+    devices, layouts, argument kinds and thread-local states."""
     from contextlib import nullcontext
 
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -1668,8 +1668,8 @@ def _cube_saves_through_autograd(cube) -> str | None:
                 "kept another way (an attribute of ctx?), so those tools cannot free its memory, and autograd cannot "
                 "tell when x changes. ctx.save_for_backward keeps it as autograd expects (lesson 04, section 1).")
     if alive() is not None:
-        return ("under torch.autograd.graph.saved_tensors_hooks whose pack hook keeps a copy of its own (as save_on_cpu "
-                "keeps one on the CPU), an activation the caller dropped after cube's forward is still alive: "
+        return ("under torch.autograd.graph.saved_tensors_hooks whose pack hook keeps a copy of its own (as "
+                "save_on_cpu keeps one on the CPU), an activation the caller dropped after cube's forward is still alive: "
                 "something besides ctx.save_for_backward holds x (an attribute of ctx?), so those tools free nothing. "
                 "Backward reads x from ctx.saved_tensors, and nowhere else (lesson 04, section 1).")
     (grad,) = torch.autograd.grad(out.sum(), x)
@@ -1761,8 +1761,8 @@ def _scale2_tangent_kept(op) -> str | None:
         tangent = forward_ad.unpack_dual(out).tangent
     if tangent is None or not torch.equal(tangent, torch.full((3,), 10.0)):
         shown = "None" if tangent is None else tangent.tolist()
-        return (f"on a dual tensor (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp), tangent [5, 5, 5], the "
-                f"output's tangent is {shown}, where 2 * x's is [10, 10, 10]: the call went below autograd without "
+        return (f"on a dual tensor (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp), tangent [5, 5, 5], "
+                f"the output's tangent is {shown}, where 2 * x's is [10, 10, 10]: the call went below autograd without "
                 "Scale2 (which refuses forward mode: it has no jvp), and the kernels there, like C++ kernels, carry no "
                 "tangent")
     return None
@@ -3030,7 +3030,8 @@ def _layer_cost_settings() -> dict:
 
     return {"garbage collection": "on" if gc.isenabled() else "off", "the collector's thresholds": gc.get_threshold(),
             "the objects frozen out of collection (gc.freeze)": gc.get_freeze_count(),
-            "torch's threads": torch.get_num_threads(), "Python's random numbers (the random module)": random.getstate(),
+            "torch's threads": torch.get_num_threads(),
+            "Python's random numbers (the random module)": random.getstate(),
             "torch's random numbers": torch.random.get_rng_state()}
 
 
@@ -3184,8 +3185,9 @@ def layer_cost(path: Path) -> Result:
 _AOTI_CALLS = ("lesson 08's model on 5 rows", "a second model (other weights) on 3 rows")
 
 
-def _padded_package(package: Path, to: Path, size: int) -> None:
-    """A copy of an AOTInductor package, `size` bytes long: an entry the loader never reads pads the archive."""
+def _padded_package(package: Path, to: Path, size: int, fill: bytes = b"\0") -> None:
+    """A copy of an AOTInductor package, `size` bytes long: an entry the loader never reads, of `fill` bytes, pads the
+    archive (another `fill`, other contents)."""
     import shutil
     import zipfile
 
@@ -3194,7 +3196,7 @@ def _padded_package(package: Path, to: Path, size: int) -> None:
     def copy_with_padding(length: int) -> int:
         shutil.copyfile(package, to)
         with zipfile.ZipFile(to, "a", zipfile.ZIP_STORED) as archive:
-            archive.writestr(padding, b"\0" * length)
+            archive.writestr(padding, fill * length)
         return to.stat().st_size
 
     with_an_empty_entry = copy_with_padding(0)
@@ -3234,6 +3236,11 @@ def load_before_aoti(path: Path) -> Result:
             with torch.no_grad():
                 calls.append((str(deployed), x, [model(x) for model, _ in models]))
         torch.save(calls, Path(elsewhere) / "calls.pt")
+        # Four releases more, to deploy over one file in turn: the two models, each twice, every file's contents new.
+        releases = [Path(elsewhere) / "releases" / f"r{n}.pt2" for n in range(1, 5)]
+        releases[0].parent.mkdir()
+        for n, release in enumerate(releases):
+            _padded_package(models[n % 2][1], release, size, fill=bytes([n + 1]))
         program = f"""
             import json, os, shutil, types, torch
             os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"  # as lesson 08 advises where inputs come from outside
@@ -3282,6 +3289,11 @@ def load_before_aoti(path: Path) -> Result:
             for _ in range(4):  # a server: one call per request, on one file
                 answer.run(model_pt2, x)
             print("MAPPED", json.dumps({{"grew": models_mapped() - before}}))
+            before = models_mapped()
+            for release in {[str(release) for release in releases]!r}:  # releases deployed over one file in turn
+                shutil.copyfile(release, model_pt2)
+                answer.run(model_pt2, x)
+            print("RELEASES", json.dumps({{"grew": models_mapped() - before}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -3307,9 +3319,9 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
-    one_row, float64, int64, no_grad, mapped = ([json.loads(line.removeprefix(f"{name} ")) for line in lines
-                                                 if line.startswith(f"{name} ")]
-                                                for name in ("ONE ROW", "FLOAT64", "INT64", "NO GRAD", "MAPPED"))
+    one_row, float64, int64, no_grad, mapped, releases = (
+        [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
+        for name in ("ONE ROW", "FLOAT64", "INT64", "NO GRAD", "MAPPED", "RELEASES"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -3363,7 +3375,13 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, run() four more times on one file: {mapped[0]['grew']} more "
                              "compiled models stayed loaded in the process: run() keeps every model it loads, and a "
                              "server that calls it once a request grows until memory runs out. Keep none, or one per "
-                             f"file's contents.{hint}.")
+                             f"file, loaded again when its contents change.{hint}.")
+    if releases and releases[0]["grew"] > 1:
+        return Result(False, f"in the fresh Python, four releases deployed in turn over one model.pt2, run() called "
+                             f"after each: {releases[0]['grew']} more compiled models stayed loaded in the process: run() "
+                             "keeps the model of every release it has served (a cache keyed on the contents, never "
+                             "emptied?), and a server that lives through many deployments grows with each. Keep none, "
+                             f"or one per file, loaded again when its contents change.{hint}.")
     if from_build[0]:
         build_folder = paths.BUILD.resolve()
         shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]
@@ -3467,8 +3485,15 @@ def stable_autograd(path: Path) -> Result:
             refused = str(error).splitlines()[0]
         try:
             op(a.to("meta"), b.to("meta"))
-        except Exception:  # noqa: BLE001 - any error refuses the call, as the CPU kernel's does
+        except RuntimeError:  # as the CPU kernel refuses it (STD_TORCH_CHECK raises RuntimeError)
             continue
+        except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
+            return Result(False, f"on meta tensors, your fake kernel refused {what} with {_raised(error, path)}, where "
+                                 f"the CPU kernel raises RuntimeError (\"{refused}\"): a caller that catches the refusal "
+                                 "(except RuntimeError) in eager misses it on meta tensors. torch._check raises "
+                                 "RuntimeError, as the CPU kernel's checks do.\nLook again at lesson 02: the "
+                                 "workbook's Meta kernels (csrc/meta.cpp) check what its CPU kernels check, with "
+                                 "TORCH_CHECK.")
         return Result(False, f"on meta tensors, your fake kernel accepted {what}, which the CPU kernel refuses "
                              f"(\"{refused}\"): torch.compile and torch.export would trace a call that fails when it "
                              "runs.\nLook again at lesson 02: the workbook's Meta kernels (csrc/meta.cpp) check what "

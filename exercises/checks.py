@@ -3731,6 +3731,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             None, lambda to: ((same := to(row)), to(x), same)),
         "`out` that is `other` itself, which the product would have to grow (self [4, 5], other [1, 5])": (
             None, lambda to: (to(x), (same := to(row[None])), same)),
+        "`out` that is `self` itself, of another shape than the product with as many elements (self [5], other "
+        "[1, 5])": (None, lambda to: ((same := to(row)), to(row[None] * 2), same)),
         "an int64 product into a bool `out`": (None, lambda to: (
             to(torch.arange(6)), to(torch.arange(6)), to(torch.zeros(6, dtype=torch.bool)))),
         "a float32 self times a complex64 other into a float32 `out`": (None, lambda to: (

@@ -23,7 +23,8 @@ os.environ["WORKBOOK_EXERCISES"] = "skeletons"
 # inherit it. A reader's JupyterLab runs one kernel and keeps OpenMP's default.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# Lesson 07's measurements in 3 rounds, not 9 (bench/timing.py): nbval compares none of their numbers.
+# The lessons' measurements short (bench/timing.py: 3 rounds, not 9; samples of 2 ms): nbval compares none of their
+# numbers.
 os.environ.setdefault("WORKBOOK_QUICK_TIMING", "1")
 
 

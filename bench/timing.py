@@ -9,9 +9,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
+# The test command (conftest.py) sets WORKBOOK_QUICK_TIMING=1: nbval compares none of a timing cell's numbers (they
+# vary; NBVAL_IGNORE_OUTPUT), so there a measurement only has to run, not to be precise. The figures a lesson stores
+# come from `make execute`, without it.
+QUICK = os.environ.get("WORKBOOK_QUICK_TIMING") == "1"
+
+
 def seconds(fn, *args, min_sample_time: float = 0.05, samples: int = 7) -> float:
     """Median seconds per call of fn(*args): warm up, find how many calls fill min_sample_time, then time
-    `samples` batches of that many calls."""
+    `samples` batches of that many calls (under QUICK, at most 3 batches of at most 2 ms)."""
+    if QUICK:
+        min_sample_time, samples = min(min_sample_time, 0.002), min(samples, 3)
     for _ in range(3):
         fn(*args)
     start, calls = time.perf_counter(), 0
@@ -33,10 +41,7 @@ def micros(fn, *args, min_sample_time: float = 0.01, samples: int = 3) -> float:
 
 
 ROUND_SECONDS = 0.005  # one sample per round: thousands of µs-long calls, short enough for many rounds
-# Rounds of a measurement. The test command (conftest.py) sets WORKBOOK_QUICK_TIMING=1: nbval compares none of a
-# timing cell's numbers (they vary; NBVAL_IGNORE_OUTPUT), so there 3 rounds show that the cells run, in a third of the
-# time. The figures a lesson stores come from `make execute`, with 9.
-ROUNDS = 3 if os.environ.get("WORKBOOK_QUICK_TIMING") == "1" else 9
+ROUNDS = 3 if QUICK else 9  # rounds of a measurement: under QUICK, enough to show that the cells run
 
 
 def interleaved(timers: dict[str, Callable[[], float]], rounds: int = ROUNDS) -> dict[str, list[float]]:

@@ -1150,7 +1150,7 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
             problems.append("inside a TorchDispatchMode add_ did not write x + other into its first argument and hand "
                             "it back with a history")
     if not problems:
-        problems += _inplace_writes_after_the_call(op)
+        problems += _inplace_writes_after_the_call(op) + _inplace_constant_other(op) + _inplace_result_freed(op)
     if not problems:
         args = tuple(torch.randn(3, dtype=torch.float64, requires_grad=True) for _ in range(2))
         if not torch.autograd.gradcheck(lambda a, b: op(a.clone(), b), args, raise_exception=False):
@@ -1160,6 +1160,43 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                             "penalty, a Hessian-vector product) the gradients your backward returns must themselves be "
                             "differentiable: a backward that detaches them, or computes outside autograd, stops there")
     return problems
+
+
+def _inplace_constant_other(op) -> list[str]:
+    """add_(y, other) with an `other` that requires no grad (a constant: a fixed bias, a mask): x still gets its
+    gradient."""
+    x = torch.ones(3, requires_grad=True)
+    y = x.clone()
+    op(y, torch.full((3,), 2.0))
+    (y * 5).sum().backward()
+    if x.grad is None or not torch.equal(x.grad, torch.full((3,), 5.0)):
+        return [f"y = x.clone(); add_(y, other) with an `other` that requires no grad (a constant): d/dx is "
+                f"{None if x.grad is None else x.grad.tolist()}, should be [5, 5, 5]: x's gradient does not depend on "
+                "whether other needs one (ctx.needs_input_grad says which inputs want one)"]
+    return []
+
+
+def _inplace_result_freed(op) -> list[str]:
+    """The written tensor and its graph are freed as soon as the caller drops them, by reference counting, as torch's
+    add_'s are: nothing the Function keeps (an attribute of ctx) points back at the tensor it marked dirty."""
+    import gc
+    import weakref
+
+    gc.disable()  # what is freed must be freed without the cycle collector
+    try:
+        y = torch.ones(1000, requires_grad=True).clone()
+        op(y, torch.ones(1000, requires_grad=True))
+        alive = weakref.ref(y)
+        del y
+        kept = alive() is not None
+    finally:
+        gc.enable()
+    if kept:
+        return ["y = x.clone(); add_(y, other); del y: y is still alive until Python's cycle collector runs: the graph "
+                "refers back to it (an attribute of ctx holding x, which forward returns: y -> grad_fn -> ctx -> y), "
+                "so each step's tensors, and their memory, outlive the step. What backward needs is saved with "
+                "ctx.save_for_backward, which makes no cycle (lesson 04, section 1)"]
+    return []
 
 
 def _inplace_writes_after_the_call(op) -> list[str]:
@@ -1446,8 +1483,12 @@ _CUBE_SAMPLES = [
     # x already NaN or infinite where nothing flows back (a masked loss): the gradient is NaN, as torch's own pow gives
     ("float32, a NaN and an infinite x under a zero gradient", [float("nan"), float("inf"), 2.0], [0.0, 0.0, 1.0],
      torch.float32),
+    # A loss scaled for float16 (GradScaler): grad * 3 overflows where grad * 3x^2, the order torch's pow_backward
+    # takes, holds.
+    ("float16, a large gradient from above (a loss scaled for float16, as GradScaler scales it)", [0.1, -0.5, 2.0],
+     [30000.0, 30000.0, 1.0], torch.float16),
 ]
-_CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5}  # each dtype's own precision, with room for rounding order
+_CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 4e-3}  # each dtype's own precision, with room for rounding order
 _CUBE_DIFFERENTIABLE = "lesson 04, section 1: a backward that calls operators through the dispatcher"
 
 
@@ -1468,6 +1509,11 @@ def _cube_samples(cube) -> str | None:
         grad_output = torch.tensor(grad_values, dtype=dtype)
         given, before = grad_output.clone(), x.detach().clone()  # what the check hands over, kept apart
         (grad,) = torch.autograd.grad(cube(x), x, grad_output)
+        if grad.requires_grad:
+            return (f"{what}a plain backward (no create_graph) returned a gradient that requires grad, with a graph of "
+                    "its own: your backward records what it computes even when autograd does not ask (an "
+                    "enable_grad() inside?), so each gradient holds a graph alive, and .numpy() refuses it. With "
+                    "create_graph=True autograd records backward's operations by itself (lesson 04, section 2).")
         if not torch.allclose(grad_output, given, rtol=0, atol=0, equal_nan=True):  # unchanged, NaN included
             return (f"{what}your backward wrote into the gradient it received (the output's gradient {_values(given)} "
                     f"became {_values(grad_output)}). That tensor is autograd's: add's backward hands the same one to "
@@ -1909,6 +1955,16 @@ def redispatch(path: Path) -> Result:
             pass
         if told := _scale2_tangent_kept(op):
             return Result(False, f"{told}\nLook again at {_PASSING_ON}")
+        # Backward differentiated in its turn, with respect to the output's gradient v: what
+        # torch.autograd.functional.jvp computes, by the double-backward trick.
+        x, v = values.clone().requires_grad_(), torch.ones(3, requires_grad=True)
+        (grad,) = torch.autograd.grad(op(x), x, v, create_graph=True)
+        if not grad.requires_grad:
+            return Result(False, "backward with create_graph=True and an output gradient v that requires grad (what "
+                                 "torch.autograd.functional.jvp differentiates): the gradient Scale2's backward "
+                                 "returned has no history, though it depends on v: it was computed where autograd does "
+                                 "not see it (below autograd, or detached), so its own derivative is lost. A backward "
+                                 "built of torch operations is differentiable by itself (lesson 04, section 1)")
         x = torch.ones(3)
         first = op(x)
         first.add_(1)  # the caller's to write into: a new tensor, as the schema promises

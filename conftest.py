@@ -39,7 +39,8 @@ FORKED_KERNEL = "workbook-forked"
 def pytest_configure(config):
     # One fork server for the session (helpers/forkserver.py): isolated.run, in pytest's workers and in the notebooks'
     # kernels (both inherit its address), forks a child from it instead of starting a Python that imports torch again.
-    # WORKBOOK_FORK=0, and any system but Linux: no server, and the notebooks run in the usual kernel.
+    # WORKBOOK_FORK=0, any system but Linux, and a machine with a GPU: no server, and the notebooks run in the usual
+    # kernel.
     from helpers import forkserver
 
     if not forkserver.wanted():

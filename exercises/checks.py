@@ -1488,7 +1488,8 @@ _CUBE_SAMPLES = [
     ("float16, a large gradient from above (a loss scaled for float16, as GradScaler scales it)", [0.1, -0.5, 2.0],
      [30000.0, 30000.0, 1.0], torch.float16),
 ]
-_CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 4e-3}  # each dtype's own precision, with room for rounding order
+# Each dtype's own precision, with room for rounding order.
+_CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 4e-3}
 _CUBE_DIFFERENTIABLE = "lesson 04, section 1: a backward that calls operators through the dispatcher"
 
 
@@ -1715,8 +1716,9 @@ def _cube_saves_through_autograd(cube) -> str | None:
                 "tell when x changes. ctx.save_for_backward keeps it as autograd expects (lesson 04, section 1).")
     if alive() is not None:
         return ("under torch.autograd.graph.saved_tensors_hooks whose pack hook keeps a copy of its own (as "
-                "save_on_cpu keeps one on the CPU), an activation the caller dropped after cube's forward is still alive: "
-                "something besides ctx.save_for_backward holds x (an attribute of ctx?), so those tools free nothing. "
+                "save_on_cpu keeps one on the CPU), an activation the caller dropped after cube's forward is "
+                "still alive: something besides ctx.save_for_backward holds x (an attribute of ctx?), so those tools "
+                "free nothing. "
                 "Backward reads x from ctx.saved_tensors, and nowhere else (lesson 04, section 1).")
     (grad,) = torch.autograd.grad(out.sum(), x)
     if not torch.allclose(grad, 2 * 3 * (2 * x.detach()) ** 2):
@@ -3007,14 +3009,14 @@ def _records_graph_after_changes(answer) -> list[str]:
 
 
 class FakeTimer:
-    """07.layer_cost's measurements, made up and repeatable: a call of the operator with the layer costs `cost` µs
-    more than without, plus noise of `noise` µs (a standard deviation), drawn from `seed`. A drifting machine slows
-    every call down as it runs; spikes hit one call in 16; a coarse timer counts whole steps of `step` µs (a power of
-    two: its multiples, and their differences, are exact); a call right after a cold call of the other side runs
-    `second_faster` µs faster (that call warmed a cache for it; a warmed call warms nothing), so in a round the second
-    call is the faster. `calls` holds (with the layer?, the time returned)."""
+    """07.layer_cost's measurements, made up and repeatable: a call of the operator with the layer costs `cost` µs more
+    than without, plus noise of `noise` µs (a standard deviation), drawn from `seed`. A drifting machine slows every
+    call down as it runs; spikes hit one call in 16 (the calls numbered `spikes` modulo 16, from 0); a coarse timer
+    counts whole steps of `step` µs (a power of two: its multiples, and their differences, are exact); a call right
+    after a cold call of the other side runs `second_faster` µs faster (that call warmed a cache for it; a warmed call
+    warms nothing), so in a round the second call is the faster. `calls` holds (with the layer?, the time returned)."""
 
-    def __init__(self, cost: float, drift: float = 0.0, spikes: bool = False, noise: float = 0.03, seed: int = 7,
+    def __init__(self, cost: float, drift: float = 0.0, spikes: int | None = None, noise: float = 0.03, seed: int = 7,
                  step: float = 0.0, second_faster: float = 0.0):
         self.cost, self.drift, self.spikes, self.noise, self.step, self.calls = cost, drift, spikes, noise, step, []
         self.second_faster, self.warmed = second_faster, False
@@ -3022,7 +3024,7 @@ class FakeTimer:
 
     def _time(self, layer: bool) -> float:
         n = len(self.calls)
-        spike = 40.0 if self.spikes and n % 16 == 3 else 0.0
+        spike = 40.0 if self.spikes is not None and n % 16 == self.spikes else 0.0
         self.warmed = bool(self.calls) and self.calls[-1][0] != layer and not self.warmed
         time = (2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike + (self.cost if layer else 0.0)
                 - (self.second_faster if self.warmed else 0.0))
@@ -3080,15 +3082,37 @@ def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:
     return None
 
 
+_CUDA_SEEDED = []  # the calls that seeded torch's CUDA generators, while 07.layer_cost's check watches (below)
+
+
+def _watching_cuda_seeds() -> None:
+    """Record every call that seeds torch's CUDA generators: torch.manual_seed and torch.seed seed every device's, and
+    torch.cuda's own. Their state does not show it: where CUDA has not started, torch queues the seed for later, and in
+    a child of the fork server (which torch calls a bad fork) torch.manual_seed leaves CUDA alone."""
+    for module, name in ((torch, "manual_seed"), (torch, "seed"), (torch.random, "manual_seed"),
+                         (torch.random, "seed"), (torch.cuda, "manual_seed"), (torch.cuda, "manual_seed_all"),
+                         (torch.cuda, "seed"), (torch.cuda, "seed_all")):
+        def recorded(*args, _seeding=getattr(module, name), _name=f"{module.__name__}.{name}", **kwargs):
+            _CUDA_SEEDED.append(_name)
+            return _seeding(*args, **kwargs)
+        setattr(module, name, recorded)
+
+
 def _layer_cost_settings() -> dict:
     """The process-wide settings a measurement may change while it times, as they are now."""
     import gc
+    import os
+    import sys
 
     return {"garbage collection": "on" if gc.isenabled() else "off", "the collector's thresholds": gc.get_threshold(),
             "the objects frozen out of collection (gc.freeze)": gc.get_freeze_count(),
             "torch's threads": torch.get_num_threads(),
             "Python's random numbers (the random module)": random.getstate(),
-            "torch's random numbers": torch.random.get_rng_state()}
+            "torch's random numbers": torch.random.get_rng_state(),
+            "torch's CUDA random numbers (seeded: torch.manual_seed seeds them too)": len(_CUDA_SEEDED),
+            "the interpreter's thread switch interval (sys.setswitchinterval)": sys.getswitchinterval(),
+            "the CPUs the process may run on (os.sched_setaffinity)": (
+                os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None)}
 
 
 def _layer_cost_settings_changed(answer, threads: int) -> str | None:
@@ -3096,27 +3120,35 @@ def _layer_cost_settings_changed(answer, threads: int) -> str | None:
     timer raises: what the answer left changed, or None (`threads`: torch's threads before the check's first call).
     (timeit turns the collector off while it times.)"""
     import gc
+    import os
 
     def differing(before: dict, after: dict) -> str | None:
         names = [name for name in before if not (before[name] == after[name] if not isinstance(before[name],
                  torch.Tensor) else torch.equal(before[name], after[name]))]
         return ", ".join(f"{name} changed" + (f" ({before[name]} to {after[name]})" if name in (
-            "garbage collection", "the collector's thresholds", "torch's threads") else "") for name in names) or None
+            "garbage collection", "the collector's thresholds", "torch's threads",
+            "the interpreter's thread switch interval (sys.setswitchinterval)",
+            "the CPUs the process may run on (os.sched_setaffinity)") else "") for name in names) or None
 
+    _watching_cuda_seeds()
     thresholds = gc.get_threshold()
     gc.disable()  # a caller that had turned it off, and tuned the thresholds
     gc.set_threshold(50_000, 50, 100)
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+    if len(cpus) > 1:  # and runs on one CPU of the machine's (taskset, a job scheduler's CPU set)
+        os.sched_setaffinity(0, {min(cpus)})
     try:
         before = {**_layer_cost_settings(), "torch's threads": threads}
         timer = FakeTimer(0.4, seed=11)
         answer(timer.with_layer, timer.without, rounds=15)
         changed = differing(before, _layer_cost_settings())
     finally:
-        gc.enable()
-        gc.set_threshold(*thresholds)
-        torch.set_num_threads(threads)
+        _layer_cost_restore(thresholds, threads, before)
+        if len(cpus) > 1:
+            os.sched_setaffinity(0, cpus)
     if changed:
-        return f"{changed}, for a caller that had turned garbage collection off and set thresholds of its own"
+        return (f"{changed}, for a caller that had turned garbage collection off, set thresholds of its own and "
+                "runs on one CPU")
     timer, calls = FakeTimer(0.4, seed=12), []
 
     def failing():  # the timed call fails at the third round (an operator that raises)
@@ -3134,10 +3166,22 @@ def _layer_cost_settings_changed(answer, threads: int) -> str | None:
         if changed := differing(before, _layer_cost_settings()):
             return f"{changed}, after a timer raised (its error passed through your function)"
     finally:
-        gc.enable()
-        gc.set_threshold(*thresholds)
-        torch.set_num_threads(threads)
+        _layer_cost_restore(thresholds, threads, before)
     return None
+
+
+def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None:
+    """Back to what the check found, whatever the answer left: the check's own later cases run as usual."""
+    import gc
+    import os
+    import sys
+
+    gc.enable()
+    gc.set_threshold(*thresholds)
+    torch.set_num_threads(threads)
+    sys.setswitchinterval(settings["the interpreter's thread switch interval (sys.setswitchinterval)"])
+    if (cpus := settings["the CPUs the process may run on (os.sched_setaffinity)"]) is not None:
+        os.sched_setaffinity(0, cpus)
 
 
 @exercise("07.layer_cost", "hard")
@@ -3151,7 +3195,9 @@ def layer_cost(path: Path) -> Result:
     for what, timer, cost, rounds in [
             ("a layer of 0.40 µs on a steady machine", FakeTimer(0.4), 0.4, 15),
             ("a layer of 0.40 µs on a machine that slows down as it runs", FakeTimer(0.4, drift=0.04), 0.4, 15),
-            ("a layer of 0.40 µs, with a spike in one call of 16", FakeTimer(0.4, spikes=True), 0.4, 15),
+            ("a layer of 0.40 µs, with a spike in one call of 16", FakeTimer(0.4, spikes=3), 0.4, 15),
+            ("a layer of 0.40 µs, with a spike in another call of 16 (of the other side)", FakeTimer(0.4, spikes=2),
+             0.4, 15),
             ("a layer of 0.02 µs on a quiet machine (noise of 0.002 µs)", FakeTimer(0.02, noise=0.002), 0.02, 15),
             ("a layer of 5 ns (0.005 µs, as lesson 07 times C++ calls) on a very quiet machine (noise of 0.0005 µs)",
              FakeTimer(0.005, noise=0.0005), 0.005, 15),
@@ -3434,8 +3480,9 @@ def load_before_aoti(path: Path) -> Result:
                              f"file, loaded again when its contents change.{hint}.")
     if releases and releases[0]["grew"] > 1:
         return Result(False, f"in the fresh Python, four releases deployed in turn over one model.pt2, run() called "
-                             f"after each: {releases[0]['grew']} more compiled models stayed loaded in the process: run() "
-                             "keeps the model of every release it has served (a cache keyed on the contents, never "
+                             f"after each: {releases[0]['grew']} more compiled models stayed loaded in the "
+                             "process: run() keeps the model of every release it has served (a cache keyed on the "
+                             "contents, never "
                              "emptied?), and a server that lives through many deployments grows with each. Keep none, "
                              f"or one per file, loaded again when its contents change.{hint}.")
     if from_build[0]:
@@ -3545,8 +3592,9 @@ def stable_autograd(path: Path) -> Result:
             continue
         except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
             return Result(False, f"on meta tensors, your fake kernel refused {what} with {_raised(error, path)}, where "
-                                 f"the CPU kernel raises RuntimeError (\"{refused}\"): a caller that catches the refusal "
-                                 "(except RuntimeError) in eager misses it on meta tensors. torch._check raises "
+                                 f"the CPU kernel raises RuntimeError (\"{refused}\"): a caller that catches "
+                                 "the refusal (except RuntimeError) in eager misses it on meta tensors. torch._check "
+                                 "raises "
                                  "RuntimeError, as the CPU kernel's checks do.\nLook again at lesson 02: the "
                                  "workbook's Meta kernels (csrc/meta.cpp) check what its CPU kernels check, with "
                                  "TORCH_CHECK.")

@@ -124,7 +124,11 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
               if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
               or isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == name and node.value]
     if not values:
-        raise Diagnosis(f"your file sets no {name} at its top level: write it out as {what}")
+        nested = [node.lineno for node in ast.walk(tree)
+                  if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)]
+        where = (f"your file sets {name} only inside a block (line {nested[0]}: an if, a loop, a with, a function), "
+                 "which the check does not run" if nested else f"your file sets no {name}")
+        raise Diagnosis(f"{where}: write it out at its top level, as {what}")
     if changed := [node.lineno for node in ast.walk(tree) if _changes(node, name)]:
         raise Diagnosis(f"line {changed[0]} of your file changes {name} after it is written: the check reads {name} "
                         f"from your file without running it, so {name} must be one literal, {what}, not changed later")

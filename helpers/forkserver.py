@@ -8,7 +8,8 @@ WORKBOOK_FORKSERVER, which pytest's workers and the notebooks' kernels inherit. 
 - the notebooks' kernels (forked_kernel.py).
 
 It is a speed-up, never a dependency. WORKBOOK_FORK=0 turns it off: every fresh process is a new Python, and the test
-command passes so too, slower. It runs on Linux only: forking a process that has imported torch is untested elsewhere
+command passes so too, slower. It is off on a machine with a GPU (a child could not start CUDA: wanted()). It runs on
+Linux only: forking a process that has imported torch is untested elsewhere
 (macOS's Python itself starts new processes by spawning), and the server watches its children through Linux's pidfds. Your JupyterLab runs no server: an
 exercise check there is a new Python. Where WORKBOOK_FORKSERVER names a server that is gone (a variable inherited from
 a test session that ended), spawn() starts a new Python instead.
@@ -50,9 +51,18 @@ PRELOAD = ("torch", "torch._dynamo", "torch._functorch.aot_autograd", "torch.exp
            "torch.utils.cpp_extension")
 
 
+# A GPU's device files: NVIDIA's, and AMD's (ROCm).
+GPU_DEVICES = ("/dev/nvidia0", "/dev/kfd")
+
+
 def wanted() -> bool:
-    """Whether the test command starts a server: on Linux, unless WORKBOOK_FORK=0."""
-    return sys.platform == "linux" and os.environ.get(SWITCH) != "0"
+    """Whether the test command starts a server: on Linux, where no GPU is, unless WORKBOOK_FORK=0. A child of the server
+    cannot start CUDA: importing torch.utils.cpp_extension (PRELOAD) asks CUDA how many devices it has, after which
+    torch calls every forked child a bad fork, and refuses to initialize CUDA there ("Cannot re-initialize CUDA in
+    forked subprocess"; tests/test_forkserver.py shows the mark). Where there is a GPU to run the CUDA lessons on,
+    every fresh process is a new Python."""
+    return (sys.platform == "linux" and os.environ.get(SWITCH) != "0"
+            and not any(os.path.exists(device) for device in GPU_DEVICES))
 
 
 def start(address: str, preload: tuple[str, ...] = PRELOAD) -> subprocess.Popen:

@@ -174,10 +174,23 @@ def test_a_server_that_is_gone_is_bypassed(monkeypatch, tmp_path):
     assert preloaded(isolated.run) == "False\n"
 
 
-@pytest.mark.parametrize(("system", "switch", "wanted"), [("linux", None, True), ("darwin", None, False),
-                                                           ("win32", None, False), ("linux", "0", False),
-                                                           ("darwin", "1", False), ("linux", "1", True)])
-def test_the_server_is_wanted_on_linux_unless_the_switch_says_otherwise(monkeypatch, system, switch, wanted):
+@with_the_sessions_server
+def test_a_child_of_the_server_cannot_start_cuda():
+    # torch marks it a bad fork (torch.cuda._is_in_bad_fork, private): its CUDA initialization refuses to run. Hence
+    # no server where there is a GPU (forkserver.wanted).
+    assert isolated.run("import torch; print(torch.cuda._is_in_bad_fork())").stdout == "True\n"
+
+
+@pytest.mark.parametrize(("system", "switch", "gpu", "wanted"),
+                         [("linux", None, False, True), ("darwin", None, False, False), ("win32", None, False, False),
+                          ("linux", "0", False, False), ("darwin", "1", False, False), ("linux", "1", False, True),
+                          ("linux", None, True, False), ("linux", "1", True, False)])
+def test_the_server_is_wanted_on_linux_without_a_gpu_unless_the_switch_says_otherwise(monkeypatch, tmp_path, system,
+                                                                                       switch, gpu, wanted):
+    device = tmp_path / "nvidia0"
+    if gpu:
+        device.touch()
+    monkeypatch.setattr(forkserver, "GPU_DEVICES", (str(device),))
     monkeypatch.setattr(forkserver.sys, "platform", system)
     if switch is None:
         monkeypatch.delenv(forkserver.SWITCH, raising=False)

@@ -3632,9 +3632,10 @@ def stable_autograd(path: Path) -> Result:
                                  "CPU kernel refuses (read its checks): torch.compile and torch.export would trace a "
                                  "call that fails when it runs.\nLook again at lesson 02: the workbook's Meta kernels "
                                  "(csrc/meta.cpp) check what its CPU kernels check.")
-        # Fake CUDA, XPU, MPS and MTIA tensors, as a model is traced for them (no such device needed): the operator
-        # has no kernel there.
-        for device in ("cuda", "xpu", "mps", "mtia"):
+        # Fake tensors of other devices, as a model is traced for them (no such device needed): the operator has no
+        # kernel there. Those of accelerators torch knows by name, beside the usual ones: a fake kernel that lists the
+        # devices it refuses, rather than those it takes, misses them.
+        for device in ("cuda", "xpu", "mps", "mtia", "xla", "maia", "ipu"):
             on_device = torch.empty(3, 4, device=device)
             try:
                 op(on_device, on_device)

@@ -5,10 +5,11 @@ and now, highest priority first. Use torch._C's functions, as lesson 00's "Under
 helpers.trace. The check compares your list with the dispatcher's for aten's and the workbook's operators and operators
 defined from Python, composite, in-place and view ones, factory functions (given a device or a layout, or neither) and
 an operator with no tensor argument at all included, on CPU, meta, sparse (COO and CSR) and conjugated complex tensors,
-mixed ones and lists of them, inside torch.no_grad(), torch.inference_mode(), torch.autocast("cpu"),
-torch.device("meta"), a TorchDispatchMode that hands each call on (what a mode such as FakeTensorMode does with a call
-is its own Python code: lesson 10) and torch._C._AutoDispatchBelowADInplaceOrView(), and for two calls made again after
-a registration changed their operators (one of them aten's). Asking must not make the call.
+mixed ones, lists of them and tensors given by keyword, inside torch.no_grad(), torch.inference_mode(),
+torch.autocast("cpu"), torch.device("meta"), a TorchDispatchMode that hands each call on (what a mode such as
+FakeTensorMode does with a call is its own Python code: lesson 10) and torch._C._AutoDispatchBelowADInplaceOrView(), and
+for two calls made again after a registration changed their operators (one of them aten's). Asking must not make the
+call.
 """
 
 import torch
@@ -29,7 +30,7 @@ def is_backend(key) -> bool:
 
 def kernels(op, *args, **kwargs) -> list[str]:
     keyset = C.DispatchKeySet(C.DispatchKey.Undefined)
-    for arg in args:
+    for arg in (*args, *kwargs.values()):  # keyword arguments count too
         for tensor in arg if isinstance(arg, (list, tuple)) else [arg]:  # a Tensor[] argument's tensors count too
             if isinstance(tensor, torch.Tensor):
                 keyset = keyset | C._dispatch_keys(tensor)

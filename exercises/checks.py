@@ -2422,6 +2422,31 @@ def _sum_squares_float64_beside_bfloat16(op) -> str | None:
     return None
 
 
+def _sum_squares_mixed_xs(op) -> str | None:
+    """xs of two dtypes in a region (a bfloat16 tensor beside a float64 one, beside an int64 one), which the CPU kernel
+    refuses: autocast casts each eligible tensor on its own, and leaves the others as they are, so the kernel refuses
+    the two dtypes, as without autocast."""
+    for other in (_F64, torch.int64):
+        xs = [torch.tensor([1.0, 2.0]).to(_BF16), torch.tensor([3.0, 4.0]).to(other)]
+        with _recording_mode() as below:
+            try:
+                out = op(xs, None)
+            except _StateLeft as left:
+                return (f"inside autocast, xs in bfloat16 and {_dtype_names([other])}, which the CPU kernel refuses: "
+                        f"{left}")
+            except RuntimeError:
+                out = None
+        received = [d for name, d in below.calls if name == _SUM_SQUARES]
+        if (received and received[0] != [_F32, other]) or out is not None:
+            got = _sum_squares_dtypes(received[0], 2) if received else "nothing"
+            returned = "" if out is None else f", and the call returned a result in {_dtype_names([out.dtype])}"
+            return (f"inside autocast, xs in bfloat16 and {_dtype_names([other])} (two dtypes, which the CPU kernel "
+                    f"refuses outside a region): the layers below autocast received {got}{returned}. Autocast decides "
+                    "for each tensor on its own: an eligible one (floating point, not float64) is cast, any other "
+                    "reaches the kernel as it is (lesson 05, section 2: which tensors autocast casts)")
+    return None
+
+
 @exercise("05.autocast_guard", "hard", on_crash=_autocast_guard_crash)
 def autocast_guard(path: Path) -> Result:
     load_cpp("exercise05_sum_squares", path, label="your 05_autocast_guard.cpp")
@@ -2454,7 +2479,8 @@ def autocast_guard(path: Path) -> Result:
                                  f"when an error skips the line that unsets it. {left}")
         except RuntimeError:
             pass
-        if problem := _sum_squares_float64_beside_bfloat16(op) or _sum_squares_integers(op):
+        if problem := (_sum_squares_float64_beside_bfloat16(op) or _sum_squares_integers(op)
+                       or _sum_squares_mixed_xs(op)):
             return Result(False, problem)
         try:  # an empty xs, which the CPU kernel refuses too: an Autocast kernel still runs for it (scale's keys)
             op([], torch.ones(4))

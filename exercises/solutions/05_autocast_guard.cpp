@@ -1,21 +1,21 @@
 // Exercise 05.autocast_guard (hard): an Autocast kernel in float32, for a list of tensors and an optional one.
 //
 // exercise05::sum_squares(Tensor[] xs, Tensor? scale=None) -> Tensor returns xs[0]**2 + xs[1]**2 + ..., times scale
-// when there is one, from a raw loop (its CPU kernel) that accumulates in its inputs' dtype and refuses two dtypes;
-// the check gives it a backward from Python. In bfloat16 each partial sum keeps 8 bits, and in float16 a square above
-// 65504 overflows, so inside torch.autocast("cpu") it must run in float32 (the float32 policy: lesson 05, section 7
-// and summary). Write its AutocastCPU kernel, in C++ as lesson 05, section 2 shows: cast every eligible input (section
-// 2: which tensors autocast casts), every tensor of xs and scale when there is one, to float32, and call the operator
+// when there is one, from a raw loop (its CPU kernel) that accumulates in its inputs' dtype and refuses two dtypes; the
+// check gives it a backward from Python. In bfloat16 each partial sum keeps 8 bits, and in float16 a square above 65504
+// overflows, so inside torch.autocast("cpu") it must run in float32 (the float32 policy: lesson 05, section 7 and
+// summary). Write its AutocastCPU kernel, in C++ as lesson 05, section 2 shows: cast every eligible input (section 2:
+// which tensors autocast casts), every tensor of xs and scale when there is one, to float32, and call the operator
 // again through the dispatcher, so that every layer below autocast (autograd, then the CPU kernel) still runs. Either
 // include ATen/autocast_mode.h and use its cast, or write the eligibility rule by hand (section 2, "The build", says
-// what the include costs). As written, it calls the operator again as it is: run the check to see what happens (it
-// runs in a process of its own). The check calls it four times in one region (float32, bfloat16 and float16 inputs
-// without scale; bfloat16 ones with a bfloat16 scale; float32 ones with a bfloat16 scale; float8_e5m2 ones), on
-// float64 inputs, on float64 xs with a bfloat16 scale, and on int64 ones (which the CPU kernel refuses) in the
+// what the include costs). As written, it calls the operator again as it is: run the check to see what happens (it runs
+// in a process of its own). The check calls it four times in one region (float32, bfloat16 and float16 inputs without
+// scale; bfloat16 ones with a bfloat16 scale; float32 ones with a bfloat16 scale; float8_e5m2 ones), on float64 inputs,
+// on float64 xs with a bfloat16 scale, on int64 ones and on xs of two dtypes (which the CPU kernel refuses) in the
 // region, once with shapes it refuses, and once after the region; then in three more regions on the same tensors,
 // changed in between (in place under no_grad, then through `.data`). It records the dtypes the layers below autocast
-// receive, checks the results and gradients, whether the tensors it gave are freed after their calls, and compares
-// the thread-local include and exclude sets before and after each call, the refused ones included.
+// receive, checks the results and gradients, whether the tensors it gave are freed after their calls, and compares the
+// thread-local include and exclude sets before and after each call, the refused ones included.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>

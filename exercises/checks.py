@@ -1046,10 +1046,17 @@ def _keyset_change(old: torch._C.DispatchKeySet, new: torch._C.DispatchKeySet) -
 
 def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the guard, and how long what it changes "
                                                        "lasts."):
-    """op, called with the thread-local include and exclude sets compared before and after each call."""
+    """op, called with the thread-local include and exclude sets, and autocast's settings, compared before and after
+    each call."""
+
+    def autocast_settings() -> dict:
+        return {"autocast's dtype on the CPU (torch.set_autocast_dtype)": torch.get_autocast_dtype("cpu"),
+                "autocast's cast cache (torch.set_autocast_cache_enabled)": torch.is_autocast_cache_enabled(),
+                "autocast on the CPU (torch.set_autocast_enabled)": torch.is_autocast_enabled("cpu")}
 
     def call(*args):
         before = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
+        settings = autocast_settings()
         try:
             return op(*args)
         finally:
@@ -1059,6 +1066,11 @@ def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the
                     raise _StateLeft(f"after a call of {op._schema.name.split('::')[-1]} the thread-local {name} set "
                                      f"had changed ({_keyset_change(old, new)}): every later call on this thread "
                                      f"walks a different keyset.\nLook again at {where_to_look}")
+            for name, old in settings.items():
+                if (new := autocast_settings()[name]) != old:
+                    raise _StateLeft(f"after a call of {op._schema.name.split('::')[-1]} {name} had changed ({old} to "
+                                     f"{new}): every later operation on this thread runs with it. A kernel changes "
+                                     f"nothing but its output.\nLook again at {where_to_look}")
 
     return call
 
@@ -2177,6 +2189,10 @@ def register_autocast(path: Path) -> Result:
             with torch.autocast("cpu", dtype=torch.float16):
                 problem = call("in a region of float16 (torch.autocast(\"cpu\", dtype=torch.float16))", activation,
                                weight32, torch.bfloat16)
+        if not problem:
+            with torch.autocast("cpu", cache_enabled=False):
+                problem = call("in a region without autocast's cast cache (cache_enabled=False)", activation,
+                               weight32, torch.bfloat16)
         problem = problem or _mm2_saved_activations(op) or _mm2_parameters_freed(op)
         if problem:
             return Result(False, problem)
@@ -2191,8 +2207,8 @@ def register_autocast(path: Path) -> Result:
         return Result(True, "inside autocast mm2 ran in bfloat16 on float32, float16 and bfloat16 inputs, with "
                             "gradients, as it was on float64 and integer ones, in float32 after the region, on a "
                             "weight's and a parameter's new values in a second region, and in bfloat16 in a float16 "
-                            "region; a refused call left the thread's state as it was; the registration lives in your "
-                            "Library")
+                            "region and in one without the cast cache; the thread's state and autocast's settings as "
+                            "they were after every call, a refused one too; the registration lives in your Library")
 
 
 def _mm2_saved_activations(op) -> str | None:

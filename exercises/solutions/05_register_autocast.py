@@ -1,17 +1,17 @@
 """Exercise 05.register_autocast (easy): autocast for an operator, from Python.
 
-`exercise::mm2(Tensor a, Tensor b) -> Tensor` is a matrix product whose CPU kernel refuses two different dtypes.
-Inside torch.autocast("cpu"), a model calls it with a float32 activation and a bfloat16 weight, and it raises.
-Make autocast cast both inputs to bfloat16 before the kernel runs. `lib` is the torch.library.Library to register
-with: the registration must live in it, so that the check can remove it again (lesson 05, section 7). The check calls
-mm2 in one region (float32 and bfloat16 inputs in either order, two float32 ones, a float32 and a float16 one, two
-float16 ones; two float64, two int64, two int32, two int16 and two complex64 ones, which autocast leaves as they
-are; a float32 and a float64 one; a float32 activation and a float8 weight; one call its kernel refuses, one on
-inputs that require grad and one on a float32 parameter), once after it, in a second region after writing into a
-float32 weight and into the parameter (under no_grad, as an optimizer step does), in a third and a fourth after
-writes through `.data` (the fourth while an earlier output is kept), and in a region of float16; it records the
-dtypes its CPU kernel receives, compares the results and the gradients, and the thread's dispatch state before and
-after each call.
+`exercise::mm2(Tensor a, Tensor b) -> Tensor` is a matrix product whose CPU kernel refuses two different dtypes. Inside
+torch.autocast("cpu"), a model calls it with a float32 activation and a bfloat16 weight, and it raises. Make autocast
+cast both inputs to bfloat16 before the kernel runs. `lib` is the torch.library.Library to register with: the
+registration must live in it, so that the check can remove it again (lesson 05, section 7). The check calls mm2 in one
+region (float32 and bfloat16 inputs in either order, two float32 ones, a float32 and a float16 one, two float16 ones;
+two float64, two int64, two int32, two int16 and two complex64 ones, which autocast leaves as they are; a float32 and a
+float64 one; a float32 activation and a float8 weight; one call its kernel refuses, one on inputs that require grad and
+one on a float32 parameter), once after it, in a second region after writing into a float32 weight and into the
+parameter (under no_grad, as an optimizer step does), in a third and a fourth after writes through `.data` (the fourth
+while an earlier output is kept), in a region of float16, and in one without autocast's cast cache; it records the
+dtypes its CPU kernel receives, compares the results and the gradients, and the thread's dispatch state and autocast's
+settings before and after each call.
 """
 
 import torch

@@ -2655,6 +2655,34 @@ def _specialized_sizes(op, cases: list, path: Path, lesson: str) -> Result | Non
     return None
 
 
+def _stack_sizes_compared(op, path: Path) -> Result | None:
+    """stack2 on fake tensors whose sizes are symbols of their own, a's and b's (torch.export with a Dim for each):
+    the fake kernel must compare them as the real kernel does, so that a guard (or a refusal) says they are equal; a
+    comparison made only where sizes are plain numbers lets through a call the real kernel refuses."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    shape_env = ShapeEnv(duck_shape=False)  # a symbol for each size, even where two sizes start equal
+    mode = FakeTensorMode(shape_env=shape_env)
+    a, b = (mode.from_tensor(torch.randn(3, 4), symbolic_context=StatelessSymbolicContext(
+        dynamic_sizes=[DimDynamic.DYNAMIC] * 2)) for _ in range(2))
+    shown = f"a of shape [{', '.join(str(size) for size in a.shape)}] and b of [{', '.join(str(s) for s in b.shape)}]"
+    try:
+        with mode:
+            op(a, b)
+    except Exception:  # noqa: BLE001 - refused: the sizes could differ
+        return None
+    apart = [i for i in range(2) if shape_env.replace(a.shape[i].node.expr) != shape_env.replace(b.shape[i].node.expr)]
+    if apart:
+        return Result(False, f"for {shown}, sizes of their own (torch.export with a Dim for each input), your fake "
+                             f"kernel returned a tensor and left dimension {apart[0]}'s sizes free to differ: it "
+                             "compared no symbolic size (a comparison made only where sizes are plain numbers?). The "
+                             "traced program then takes inputs the real kernel refuses, and fails inside it. "
+                             "torch._check "
+                             "compares symbolic sizes too (lesson 06, section 5)")
+    return None
+
+
 def _stack_unbacked(op, path: Path) -> Result | None:
     """stack2 on fake tensors whose first size is unknown while tracing (the count of x[x > 0], as torch.export meets
     after .item() or nonzero()), contiguous and channels_last: a fake kernel that decides on a size's value (== 0,
@@ -2758,7 +2786,8 @@ def fake_kernel(path: Path) -> Result:
                     ("two channels_last float32 tensors", channels_last, None),
                     ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
                     ("an int32 and a float32 tensor", torch.arange(6, dtype=torch.int32), torch.float32)]
-        return _specialized_sizes(op, symbolic, path, "lesson 06, section 5") or _stack_unbacked(op, path) or Result(
+        return (_specialized_sizes(op, symbolic, path, "lesson 06, section 5") or _stack_unbacked(op, path)
+                or _stack_sizes_compared(op, path)) or Result(
             True, "shape, dtype, device and strides match the real kernel's, for every input, and symbolic sizes stay "
                   "symbolic, an unknown one too")
 
@@ -2868,6 +2897,18 @@ def vmap_rule(path: Path) -> Result:
                 return Result(False, f"right result, but the kernel ran {len(calls)} times for a batch of "
                                      f"{expected.shape[0]}, {case}: a rule should call it once for the whole batch "
                                      "(lesson 06, section 6)")
+        # vmap of vmap (examples of examples: per-sample gradients of a batch of models, say): the rule runs at each
+        # level, the inner one's result batched at the outer level.
+        xs, ys = torch.randn(3, 4, 5, 6), torch.randn(3, 4, 5, 6)
+        try:
+            out = torch.vmap(torch.vmap(torch.ops.exercise.rowdot))(xs, ys)
+        except Exception as error:  # noqa: BLE001 - the reader's rule may raise anything; that is the diagnosis
+            return Result(False, f"with vmap(vmap(rowdot)) on x and y of shape [3, 4, 5, 6] (a batch of batches): your "
+                                 f"rule raised {type(error).__name__}: {str(error).splitlines()[0][:200]}: at the inner "
+                                 "level, the tensors your rule is given, and what it makes of them, are batched at the "
+                                 "outer one (lesson 06, section 6)")
+        if not torch.allclose(out, (xs * ys).sum(3), rtol=1e-5, atol=1e-5):
+            return Result(False, "with vmap(vmap(rowdot)) on x and y of shape [3, 4, 5, 6]: wrong result")
         # The same unbatched y twice, written into in between: whatever a rule keeps of an input must not outlive it.
         xs, y = torch.randn(4, 5, 6), torch.randn(5, 6)
         batched = torch.vmap(torch.ops.exercise.rowdot, in_dims=(0, None))

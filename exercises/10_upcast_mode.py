@@ -16,7 +16,8 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
   resize) holds the result afterwards, in its own memory (so that its views, and the tensor it is a view of, see it),
   and an output that is that argument is the caller's tensor itself, as it would be without the mode;
 - an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view, or a list of them)
-  runs as it is: a view of a float32 copy would share nothing with the caller's tensor;
+  runs as it is: a view of a float32 copy would share nothing with the caller's tensor; and so does one that changes
+  an argument's view of memory in place (tagged torch.Tag.inplace_view: t_, as_strided_, set_);
 - the mode's own work (its casts) is made as calls the modes below it see: make_fx, run on a function that uses the
   mode, must record a graph that computes from its inputs. It keeps nothing between calls.
 

@@ -4230,6 +4230,13 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
                     "of views, Tensor(a)[]) runs as it is")
         return None
 
+    def points_at_source(out, args):
+        x, source = args[0]
+        if out is not x or x.untyped_storage().data_ptr() != source.untyped_storage().data_ptr():
+            return ("x does not share source's memory afterwards, as set_ makes it: an operator that changes an "
+                    "argument's view of memory in place (torch.Tag.inplace_view) runs as it is")
+        return None
+
     def view_of_x(out, args):
         if out.untyped_storage().data_ptr() != args[0][0].untyped_storage().data_ptr():
             return "the output shares no memory with the caller's `x`: a view of a float32 copy is not a view of x"
@@ -4329,6 +4336,11 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          ops.fp32_only, same),
         ("take_rows(index, x) with x in float8_e4m3fn: no float16 or bfloat16 tensor in the call",
          lambda d: ((index, x.to(torch.float8_e4m3fn)), {}), ops.take_rows, same),
+        (f"base[1:4].as_strided_([2], [1], 2) in {name}: an in-place view operator (torch.Tag.inplace_view), which "
+         "changes x's view of base, not any values", lambda d: ((fresh(torch.arange(6.0), d)[1:4], (2,), (1,), 2), {}),
+         torch.Tensor.as_strided_, returns(0)),
+        (f"x.set_(source) in {name}: x made to share source's memory (torch.Tag.inplace_view)",
+         lambda d: ((fresh(x, d), fresh(b, d)), {}), torch.Tensor.set_, points_at_source),
         ("torch.div(a, b) on int16 tensors: no float16 or bfloat16 tensor in the call",
          lambda d: ((torch.tensor([7, 9], dtype=torch.int16), torch.tensor([2, 4], dtype=torch.int16)), {}), torch.div,
          same),
@@ -4657,8 +4669,9 @@ def dynamic_fake(path: Path) -> Result:
                     return Result(False, f"{doing}: other values than eager" + hint)
             inputs = [*((f"{rows} rows", torch.randn(rows, 3, generator=generator)) for rows in (4, 6)),
                       ("8 rows of positive elements only", torch.ones(8, 3)),
-                      ("1700 rows of positive elements only (5100 of them: more than any round bound)",
-                       torch.ones(1700, 3)),
+                      ("23334 rows of positive elements only (70002 of them: more than any round bound, 2**16 "
+                       "included)", torch.ones(23334, 3)),
+                      ("a 3-D x, 2 x 3 x 4, of positive elements only", torch.ones(2, 3, 4)),
                       ("an x with no positive element", -torch.ones(2, 3)),
                       ("an x with one positive element", torch.tensor([[-1.0, 2.0, -3.0], [-4.0, -5.0, -6.0]])),
                       ("a 2 x 3 x of positive elements only", torch.ones(2, 3)),
@@ -4673,6 +4686,15 @@ def dynamic_fake(path: Path) -> Result:
                     if not torch.equal(compiled(x), x[x > 0] * 2):
                         return Result(False, f"torch.compile(fullgraph=True, dynamic={dynamic}): other values than "
                                              f"eager on {what}{hint}")
+
+            # A plain torch.compile (no fullgraph, torch's default config): where no size can be left unknown, torch
+            # refuses inside the fake kernel (DynamicOutputShapeException), Dynamo breaks the graph there and runs
+            # the call eagerly. An error of the kernel's own instead fails the compile.
+            torch._dynamo.reset()
+            doing = "a plain torch.compile (no fullgraph) of it, called on 4 rows"
+            x = torch.randn(4, 3, generator=generator)
+            if not torch.equal(torch.compile(Doubled(), backend="aot_eager")(x), x[x > 0] * 2):
+                return Result(False, f"{doing}: other values than eager{hint}")
 
             def two_counts(x):  # one trace, two calls, x changed in between: two sizes
                 first = op(x)

@@ -11,8 +11,9 @@ docstring, and that of what it returns, say how).
 The check runs torch.library.opcheck on inputs of several dtypes (floating, integer and bool) and shapes (0-d and one
 element included), your kernel on fake tensors with symbolic sizes (the guards it adds must not pin a size) and on fake
 tensors of another device, an export with a Dim (then run on more rows, and more positive elements, than its example
-had), and compiles (dynamic and static sizes; inputs with no, one and only positive elements, thousands of them,
-transposed and expanded ones; two calls in one trace) of functions that call the operator.
+had), and compiles (dynamic and static sizes; inputs with no, one and only positive elements, tens of thousands of them,
+transposed, expanded and 3-D ones; two calls in one trace; a plain torch.compile, without fullgraph, which breaks the
+graph where no size can be left unknown) of functions that call the operator.
 """
 
 import torch

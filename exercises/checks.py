@@ -2229,21 +2229,29 @@ def _mm2_saved_activations(op) -> str | None:
     return None
 
 
-def _mm2_parameters_freed(op) -> str | None:
-    """Parameters made, used in a region and dropped, twenty times (models built and thrown away, as in a sweep): none
-    may stay alive through something the autocast kernel kept."""
+def _kept_alive(calls: int, call) -> int:
+    """How many of the tensors that `call()` makes, uses and returns, over `calls` calls, are still alive once dropped
+    and collected: what an autocast kernel kept of its inputs (a cache of casts, say)."""
     import gc
     import weakref
 
-    activation, alive = torch.randn(2, 3), []
-    for _ in range(20):
+    alive = [weakref.ref(tensor) for _ in range(calls) for tensor in call()]
+    gc.collect()
+    return sum(reference() is not None for reference in alive)
+
+
+def _mm2_parameters_freed(op) -> str | None:
+    """Parameters made, used in a region and dropped, twenty times (models built and thrown away, as in a sweep): none
+    may stay alive through something the autocast kernel kept."""
+    activation = torch.randn(2, 3)
+
+    def a_model():
         parameter = torch.nn.Parameter(torch.randn(3, 4))
         with torch.autocast("cpu"):
             op(activation, parameter)
-        alive.append(weakref.ref(parameter))
-        del parameter
-    gc.collect()
-    if kept := sum(reference() is not None for reference in alive):
+        return [parameter]
+
+    if kept := _kept_alive(20, a_model):
         return (f"{kept} of 20 parameters, each used in a region and then dropped, are still alive: something the "
                 "autocast kernel kept (a cache of casts?) holds them, and their memory, for the life of the process. "
                 "torch's own cache of casts lives for one region (lesson 05, section 5)")
@@ -2563,18 +2571,13 @@ def _sum_squares_fresh_tensors(op) -> str | None:
 def _sum_squares_inputs_freed(op) -> str | None:
     """Tensors made, used in a region and dropped, twenty times (a data loader's batches): none may stay alive through
     something the Autocast kernel kept."""
-    import gc
-    import weakref
-
-    alive = []
-    for _ in range(20):
+    def a_batch():
         xs = [torch.randn(100).bfloat16(), torch.randn(100).half()]
         with torch.autocast("cpu"):
             op(xs, None)
-        alive += [weakref.ref(x) for x in xs]
-        del xs
-    gc.collect()
-    if kept := sum(reference() is not None for reference in alive):
+        return xs
+
+    if kept := _kept_alive(20, a_batch):
         return (f"{kept} of 40 tensors, each given to one call in a region and then dropped, are still alive: "
                 "something your kernel kept (a cache of casts?) holds them, and their memory, for the life of the "
                 "thread or process. torch's own cache of casts lives for one region (lesson 05, section 5)")

@@ -18,17 +18,19 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
 - an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view, or a list of them)
   runs as it is: a view of a float32 copy would share nothing with the caller's tensor; and so does one that changes
   an argument's view of memory in place (tagged torch.Tag.inplace_view: t_, as_strided_, set_);
-- the mode's own work (its casts) is made as calls the modes below it see: make_fx, run on a function that uses the
-  mode, must record a graph that computes from its inputs. It keeps nothing between calls.
+- the mode's own work (its casts, and its writes into the caller's tensors) is made as calls the modes below it see:
+  make_fx, run on a function that uses the mode, must record a graph that computes from its inputs, and writes where
+  the call writes. It keeps nothing between calls.
 
 The check calls operators of its own (Python kernels in namespace `exercise`: plain, in place, out=, a view, several
 outputs and several written arguments (a float32 one beside half ones), lists of tensors, keyword arguments) and aten's,
 in float16 and in bfloat16, under one instance of your mode, on CPU and meta tensors, empty ones too, and compares each
-call with the same call in float32 without it; it also makes calls whose kernels raise (one writes an argument, which
-the caller then writes into), then another, passes one tensor twice in a written list, enters a mode of its own outside
-yours, which must still see the calls, writes into a tensor between two calls, and traces a call with make_fx. (Not
-every schema tells the truth: aten::native_batch_norm writes running_mean and running_var without marking them `(a!)`,
-so a mode like this one loses their updates.)
+call with the same call in float32 without it; it also makes calls whose kernels raise (one writes part of an argument
+first, which must then hold what was written, as without the mode; one writes an argument, which the caller then writes
+into), then another, passes one tensor twice in a written list, enters a mode of its own outside yours, which must still
+see the calls, writes into a tensor between two calls, and traces a call with make_fx. (Not every schema tells the
+truth: aten::native_batch_norm writes running_mean and running_var without marking them `(a!)`, so a mode like this one
+loses their updates.)
 """
 
 import torch

@@ -115,7 +115,9 @@ def _walk_cases():
          walk),
         ("workbook::add(x, y)", torch.ops.workbook.add.default, (x, y), nullcontext, walk),
         ("workbook::sum on meta tensors", torch.ops.workbook.sum.default, (y.to("meta"),), nullcontext, walk),
-        ("aten::mm(a, b) inside a TorchDispatchMode", torch.ops.aten.mm.default, (a, b), PassingOn, sets),
+        ("aten::mm(a, b) inside a TorchDispatchMode", torch.ops.aten.mm.default, (a, b), PassingOn,
+         "lesson 00, section 2 (thread-local state): what the include set holds inside a mode, and 'Underneath "
+         "trace.call': a kernel that hands the call on (a mode's, here) does not end the walk."),
         ("aten::add_.Tensor(y, y) inside torch._C._AutoDispatchBelowADInplaceOrView()", torch.ops.aten.add_.Tensor,
          (y, y), torch._C._AutoDispatchBelowADInplaceOrView, sets),
         ("aten::linear(a, w)", torch.ops.aten.linear.default, (a, torch.randn(4, 3)), nullcontext,
@@ -156,6 +158,14 @@ def _walk_cases():
         ("aten::empty.memory_format([2, 2], layout=torch.sparse_csr, device=\"meta\")",
          torch.ops.aten.empty.memory_format, ([2, 2],), nullcontext, _BACKEND_SELECT,
          {"layout": torch.sparse_csr, "device": "meta"}),
+        ("aten::empty.memory_format([2, 2], layout=torch.sparse_csc)", torch.ops.aten.empty.memory_format, ([2, 2],),
+         nullcontext, _BACKEND_SELECT, {"layout": torch.sparse_csc}),
+        ("aten::empty.memory_format([2, 2], layout=torch.sparse_bsr)", torch.ops.aten.empty.memory_format, ([2, 2],),
+         nullcontext, _BACKEND_SELECT, {"layout": torch.sparse_bsr}),
+        ("aten::_to_copy(sparse y, device=\"cpu\", dtype=torch.float64)", torch.ops.aten._to_copy.default,
+         (y.to_sparse(),), nullcontext, _BACKEND_SELECT_TENSORS, {"device": "cpu", "dtype": torch.float64}),
+        ("aten::_to_copy(y on meta, device=\"cpu\")", torch.ops.aten._to_copy.default, (y.to("meta"),), nullcontext,
+         _BACKEND_SELECT_TENSORS, {"device": "cpu"}),
         ("aten::_to_copy(y on meta), what y.to(torch.float64) calls", torch.ops.aten._to_copy.default,
          (y.to("meta"),), nullcontext, _BACKEND_SELECT_TENSORS),
         ("aten::_to_copy(sparse y)", torch.ops.aten._to_copy.default, (y.to_sparse(),), nullcontext,
@@ -479,6 +489,13 @@ def _softplus2_fresh_outputs(op) -> list[str]:
                     f"{out[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: an output computed "
                     "for another input (a cache keyed on id(), a data pointer or a version is one of them)"]
         del x, out
+    x = torch.full((4,), 0.5)
+    op(x)
+    x.fill_(-2.0)  # the same tensor, its values changed in place between two calls
+    if not torch.allclose((again := op(x)).double(), expected := torch.log1p(torch.exp(2 * x.double())) / 2):
+        return [f"a call on x, then x.fill_(-2.0), then a call on x again: {again[0].item():.6g} where "
+                f"log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: the output of x's values before the write, "
+                "something kept from the first call"]
     x = torch.randn(3)
     first, second = op(x), op(x)
     if first is second or first.untyped_storage()._cdata == second.untyped_storage()._cdata:
@@ -571,6 +588,8 @@ def composite_key(path: Path) -> Result:
                                  ("an expanded CPU tensor (stride 0)", torch.randn(1, 3).expand(2, 3), nullcontext),
                                  ("a float32 CPU tensor, after torch.set_default_dtype(torch.float64)",
                                   torch.tensor([-3.0, 0.5, 2.0]), float64_by_default),
+                                 ("a 0-d float32 CPU tensor, after torch.set_default_dtype(torch.float64)",
+                                  torch.tensor(0.5), float64_by_default),
                                  ("an empty CPU tensor", torch.randn(0, 2), nullcontext),
                                  ("an empty float64 CPU tensor", torch.randn(0, 2, dtype=torch.float64), nullcontext),
                                  ("meta tensors (what torch.compile and torch.export trace with)",
@@ -1168,7 +1187,8 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
             problems.append("inside a TorchDispatchMode add_ did not write x + other into its first argument and hand "
                             "it back with a history")
     if not problems:
-        problems += _inplace_writes_after_the_call(op) + _inplace_constant_other(op) + _inplace_result_freed(op)
+        problems += (_inplace_writes_after_the_call(op) + _inplace_into_a_view(op) + _inplace_constant_other(op)
+                     + _inplace_result_freed(op))
     if not problems:
         args = tuple(torch.randn(3, dtype=torch.float64, requires_grad=True) for _ in range(2))
         if not torch.autograd.gradcheck(lambda a, b: op(a.clone(), b), args, raise_exception=False):
@@ -1178,6 +1198,21 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                             "penalty, a Hessian-vector product) the gradients your backward returns must themselves be "
                             "differentiable: a backward that detaches them, or computes outside autograd, stops there")
     return problems
+
+
+def _inplace_into_a_view(op) -> list[str]:
+    """add_ into a column of a buffer (a view, not contiguous), and into a transposed y: the write lands in the memory
+    the caller sees, not in a copy."""
+    buffer = torch.zeros(3, 4)
+    op(buffer[:, 1], torch.ones(3))
+    x = torch.zeros(3, 2, requires_grad=True)
+    y = x.clone().t()
+    op(y, torch.ones(2, 3))
+    if not torch.equal(buffer[:, 1], torch.ones(3)) or not torch.equal(y.detach(), torch.ones(2, 3)):
+        return ["add_ into a column of a 3 x 4 buffer (a view, not contiguous), and into a transposed y: the sum did "
+                "not land in their memory (a contiguous copy written instead?): an in-place operator writes the "
+                "caller's tensor, whatever its strides"]
+    return []
 
 
 def _inplace_constant_other(op) -> list[str]:
@@ -1374,11 +1409,16 @@ def _keyset_kept_apart(call, expected: torch.Tensor, what: str, function: type) 
         for _ in range(300):
             try:
                 out = call(device)
+            except _StateLeft as left:  # the thread's own state, left changed: said as it is
+                return f"{_LEFT}{left}"
             except Exception as error:  # noqa: BLE001 - a kernel of the other device raises anything
                 first_line = str(error).splitlines()[0][:150]
                 return f"a call on {device} tensors raised {type(error).__name__}: {first_line}"
             if out.device.type != device or device == "cpu" and not torch.equal(out.detach(), expected):
                 return f"a call on {device} tensors gave {out.detach().tolist() if device == 'cpu' else out.device}"
+            if not out.requires_grad:
+                return (f"a call on {device} tensors that require grad gave an output that does not: the call went "
+                        "past autograd (a registration another thread's call made for the process, while it ran?)")
         return None
 
     apply = function.apply
@@ -1392,11 +1432,21 @@ def _keyset_kept_apart(call, expected: torch.Tensor, what: str, function: type) 
         wrong = _first_wrong_in_threads(calls, ("cpu", "meta"))
     finally:
         function.apply = apply
+    if wrong and wrong.startswith(_LEFT):
+        return (f"called from two threads at once, one on CPU tensors and one on meta tensors, {what}: "
+                + wrong.removeprefix(_LEFT))
+    if wrong and "went past autograd" in wrong:
+        return (f"called from two threads at once, one on CPU tensors and one on meta tensors, {what}: {wrong}. What "
+                "a call changes for the process (a registration, even one it removes again) changes every other "
+                "thread's calls while it lasts")
     if wrong:
         return (f"called from two threads at once, one on CPU tensors and one on meta tensors, {what}: {wrong}: the "
                 f"call ran with the other thread's keyset. A keyset kept where another call finds it (on the class, "
                 f"in a global) is overwritten by that call; hand it to forward as an argument of apply")
     return None
+
+
+_LEFT = "state left: "  # _keyset_kept_apart's mark on a thread's report of its state left changed
 
 
 @exercise("03.inplace_autograd", "hard")
@@ -1836,12 +1886,14 @@ def _scale2_tangent_kept(op) -> str | None:
 
 @exercise("04.redispatch", "hard", on_crash=_redispatch_crash)
 def redispatch(path: Path) -> Result:
+    import time
     from contextlib import nullcontext
 
     ran, conjugate_bit, given = [], [], []
 
     def kernel(key: str):  # the kernels below autograd, each recording that it ran, and what it was given
         def run(x):
+            time.sleep(0)  # another thread may run now, while this call is below autograd (_keyset_kept_apart)
             ran.append(key)
             given.append(type(x).__name__)
             conjugate_bit.append(x.is_conj() or x.is_neg())  # a kernel that reads memory needs their fallbacks first
@@ -1997,7 +2049,7 @@ def redispatch(path: Path) -> Result:
 
         if told := _keyset_kept_apart(lambda device: op(values.to(device).requires_grad_()), values * 2, "scale2",
                                       answer.Scale2):
-            return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
+            return Result(False, f"{told.removesuffix('.')}.\nLook again at {_PASSING_ON}")
         given.clear()
         if told := _subclass_passed_on(lambda x: op(x), given, "scale2"):
             return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
@@ -2907,7 +2959,8 @@ def vmap_rule(path: Path) -> Result:
             out = torch.vmap(torch.vmap(torch.ops.exercise.rowdot))(xs, ys)
         except Exception as error:  # noqa: BLE001 - the reader's rule may raise anything; that is the diagnosis
             return Result(False, f"with vmap(vmap(rowdot)) on x and y of shape [3, 4, 5, 6] (a batch of batches): your "
-                                 f"rule raised {type(error).__name__}: {str(error).splitlines()[0][:200]}: at the inner "
+                                 f"rule raised {type(error).__name__}: {str(error).splitlines()[0][:200]}: at the "
+                                 f"inner "
                                  "level, the tensors your rule is given, and what it makes of them, are batched at the "
                                  "outer one (lesson 06, section 6)")
         if not torch.allclose(out, (xs * ys).sum(3), rtol=1e-5, atol=1e-5):
@@ -4166,6 +4219,11 @@ def _upcast_operators(received: list) -> torch.library.Library:
         refusing("cast_sum", x)
         return x.sum(dtype=out_dtype)
 
+    def fill_then_fail_(x):  # writes part of x, then raises, as a kernel that fails half way does
+        refusing("fill_then_fail_", x)
+        x[:2] = 1
+        raise RuntimeError("exercise::fill_then_fail_: failed after writing x[:2]")
+
     def accumulate_(acc, x):  # writes acc, whatever its floating dtype, and returns it
         refusing("accumulate_", acc, x)
         return acc.add_(x)
@@ -4191,6 +4249,7 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("scale_both_(Tensor(a!) x, Tensor(b!) y, float s) -> ()", scale_both_, ()),
             ("centre_(Tensor(a!) mean, Tensor x) -> Tensor", centre_, ()),
             ("accumulate_(Tensor(a!) acc, Tensor x) -> Tensor(a!)", accumulate_, (torch.Tag.inplace,)),
+            ("fill_then_fail_(Tensor(a!) x) -> ()", fill_then_fail_, ()),
             ("cast_sum(Tensor x, *, ScalarType out_dtype) -> Tensor", cast_sum, ())]:
         library.define(schema, tags=tags)
         for key in ("CPU", "Meta"):  # torch operations only: they run on meta tensors too
@@ -4455,11 +4514,26 @@ def _upcast_traced(mode) -> str | None:
                 f"inputs, gave {out.tolist()} where a * b is {(a * b).tolist()}: the graph holds the example inputs' "
                 "float32 copies as constants. Your mode made its casts where the modes below it (make_fx's tracer, "
                 "FakeTensorMode) could not see them; made plainly inside __torch_dispatch__, they reach those modes")
+
+    def written_in_place(x):  # a call that writes its argument, then a read of it
+        with mode:
+            torch.ops.exercise.scale_(x, 2.0)
+        return x + 1
+
+    graph = make_fx(written_in_place)(torch.ones(3, dtype=torch.float16))
+    out = graph(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16))
+    if not torch.equal(out, right := torch.tensor([3.0, 5.0, 7.0], dtype=torch.float16)):
+        return (f"make_fx traced a function that calls scale_(x, 2.0) under your mode, then returns x + 1; the graph, "
+                f"run on [1, 2, 3], gave {out.tolist()} where x * 2 + 1 is {right.tolist()}: the graph has no write "
+                "into x. Your mode wrote the result back into the caller's tensor where the modes below it could not "
+                "see it; made plainly inside __torch_dispatch__, the write reaches them")
     return None
 
 
 @exercise("10.upcast_mode", "medium")
 def upcast_mode(path: Path) -> Result:
+    import contextlib
+
     from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
     from torch.utils._pytree import tree_flatten
 
@@ -4543,6 +4617,18 @@ def upcast_mode(path: Path) -> Result:
                 return Result(False, f"after a call whose kernel raised (two shapes), the next call in {half} "
                                      f"reached its kernel in {half}: your mode was left in another state by the "
                                      f"error (a flag set and not reset?){hint}")
+
+            # A kernel that writes part of its argument, then raises: what it wrote is the caller's, as it is
+            # without the mode.
+            written, reference = torch.zeros(4, dtype=half), torch.zeros(4)
+            for target, context in ((reference, contextlib.nullcontext()), (written, mode)):
+                with contextlib.suppress(RuntimeError), context:
+                    torch.ops.exercise.fill_then_fail_(target)
+            if not torch.equal(written.float(), reference):
+                return Result(False, f"fill_then_fail_(x) in {str(half).removeprefix('torch.')}: its kernel writes "
+                                     f"x[:2], then raises: afterwards x holds {written.tolist()}, where without the "
+                                     f"mode it holds {reference.tolist()}: what a kernel wrote into an argument before "
+                                     f"it raised is in the caller's tensor, mode or not{hint}")
 
             class Outer(TorchDispatchMode):  # a mode of the caller's, entered outside yours (a profiler, say)
                 def __init__(self):

@@ -18,17 +18,19 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
 - an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view, or a list of them)
   runs as it is: a view of a float32 copy would share nothing with the caller's tensor; and so does one that changes
   an argument's view of memory in place (tagged torch.Tag.inplace_view: t_, as_strided_, set_);
-- the mode's own work (its casts) is made as calls the modes below it see: make_fx, run on a function that uses the
-  mode, must record a graph that computes from its inputs. It keeps nothing between calls.
+- the mode's own work (its casts, and its writes into the caller's tensors) is made as calls the modes below it see:
+  make_fx, run on a function that uses the mode, must record a graph that computes from its inputs, and writes where
+  the call writes. It keeps nothing between calls.
 
 The check calls operators of its own (Python kernels in namespace `exercise`: plain, in place, out=, a view, several
 outputs and several written arguments (a float32 one beside half ones), lists of tensors, keyword arguments) and aten's,
 in float16 and in bfloat16, under one instance of your mode, on CPU and meta tensors, empty ones too, and compares each
-call with the same call in float32 without it; it also makes calls whose kernels raise (one writes an argument, which
-the caller then writes into), then another, passes one tensor twice in a written list, enters a mode of its own outside
-yours, which must still see the calls, writes into a tensor between two calls, and traces a call with make_fx. (Not
-every schema tells the truth: aten::native_batch_norm writes running_mean and running_var without marking them `(a!)`,
-so a mode like this one loses their updates.)
+call with the same call in float32 without it; it also makes calls whose kernels raise (one writes part of an argument
+first, which must then hold what was written, as without the mode; one writes an argument, which the caller then writes
+into), then another, passes one tensor twice in a written list, enters a mode of its own outside yours, which must still
+see the calls, writes into a tensor between two calls, and traces a call with make_fx. (Not every schema tells the
+truth: aten::native_batch_norm writes running_mean and running_var without marking them `(a!)`, so a mode like this one
+loses their updates.)
 """
 
 import torch
@@ -66,8 +68,13 @@ class Upcast(TorchDispatchMode):
         # The mode is off while this method runs: .float() and copy_ below go straight to their kernels.
         upcast_args, upcast_kwargs = tree_map(_float32, args), tree_map(_float32, kwargs)
         upcast_args, upcast_kwargs = _one_copy_each((args, kwargs), (upcast_args, upcast_kwargs))
-        result = func(*upcast_args, **upcast_kwargs)
-        # The arguments the schema marks written: the caller's tensor takes the result, and stands for its copy.
+        raised = None
+        try:
+            result = func(*upcast_args, **upcast_kwargs)
+        except Exception as error:  # the kernel's: raised again below, once what it wrote is the caller's
+            result, raised = None, error
+        # The arguments the schema marks written: the caller's tensor takes the result (or what the kernel wrote
+        # before it raised, as the caller's tensor would hold it without the mode), and stands for its copy.
         originals = {}
         for position, argument in enumerate(schema.arguments):
             if argument.alias_info is None or not argument.alias_info.is_write:
@@ -84,6 +91,8 @@ class Upcast(TorchDispatchMode):
                     caller.copy_(copy)  # into the caller's own memory: its views, and its base, see it
                 originals[id(copy)] = caller  # a float32 one, not copied, too: returned as it is
 
+        if raised is not None:
+            raise raised
         # A dtype the call names (x.to(torch.float32), x.sum(dtype=torch.float32)) is its output's: kept.
         named = {value for value in tree_flatten((args, kwargs))[0] if isinstance(value, torch.dtype)}
 

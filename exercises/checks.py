@@ -9,6 +9,7 @@ passes.
 
 from __future__ import annotations
 
+import ast
 import random
 import re
 import traceback
@@ -2328,8 +2329,10 @@ def _autocast_guard_crash(path: Path) -> str:
     return ("Your kernel crashed the process. The likeliest cause, a stack overflow: your AutocastCPU kernel calls the "
             "operator again while AutocastCPU is still in the call's keyset, so the dispatcher sends the call back to "
             "the same kernel, forever (lesson 05, section 4). Other causes of such a crash: memory read after it was "
-            "freed (a TensorList that refers to a vector that is gone), or memory two threads write at once (a static "
-            "variable shared by every call).")
+            "freed (a TensorList that refers to a vector that is gone), memory two threads write at once (a static "
+            "variable shared by every call), or xs[0] read where xs is empty (a call with a scale and an empty xs "
+            "still reaches your kernel: scale brings AutocastCPU). The check's last words above say which call it "
+            "was making.")
 
 
 _F32, _BF16, _F16, _F64 = torch.float32, torch.bfloat16, torch.float16, torch.float64
@@ -2459,23 +2462,27 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
 
 
 def _sum_squares_integers(op) -> str | None:
-    """Inside a region, int64 xs: not eligible, so they reach the CPU kernel as they are, which refuses them."""
-    xs = [torch.tensor([1, 3, 5, 2]), torch.tensor([4, 2, 1, 3])]
-    with _recording_mode() as below:
-        try:
-            out = op(xs, None)
-        except _StateLeft as left:
-            return f"inside autocast, xs in int64: {left}"
-        except RuntimeError:
-            out = None
-    received = [_sum_squares_dtypes(d, len(xs)) for name, d in below.calls if name == _SUM_SQUARES]
-    if received == [_sum_squares_dtypes([torch.int64] * 2, 2)] and out is None:
-        return None
-    returned = "" if out is None else f", and the call returned a result in {_dtype_names([out.dtype])}"
-    return (f"inside autocast, xs in int64 (which the CPU kernel refuses, outside a region as in one): the layers "
-            f"below autocast received {'; then '.join(received) or 'nothing'}{returned}. Autocast casts only eligible "
-            "inputs, floating point, on the region's device, and not float64; any other reaches the kernel as it is "
-            "(lesson 05, section 2: which tensors autocast casts).")
+    """Inside a region, int64 xs, then complex64 ones: not eligible, so they reach the CPU kernel as they are, which
+    refuses them."""
+    for xs in ([torch.tensor([1, 3, 5, 2]), torch.tensor([4, 2, 1, 3])],
+               [torch.tensor([1 + 2j, 3j]), torch.tensor([2 - 1j, 1 + 1j])]):
+        dtype = _dtype_names([xs[0].dtype])
+        with _recording_mode() as below:
+            try:
+                out = op(xs, None)
+            except _StateLeft as left:
+                return f"inside autocast, xs in {dtype}: {left}"
+            except RuntimeError:
+                out = None
+        received = [_sum_squares_dtypes(d, len(xs)) for name, d in below.calls if name == _SUM_SQUARES]
+        if received == [_sum_squares_dtypes([xs[0].dtype] * 2, 2)] and out is None:
+            continue
+        returned = "" if out is None else f", and the call returned a result in {_dtype_names([out.dtype])}"
+        return (f"inside autocast, xs in {dtype} (which the CPU kernel refuses, outside a region as in one): the "
+                f"layers below autocast received {'; then '.join(received) or 'nothing'}{returned}. Autocast casts "
+                "only eligible inputs, floating point, on the region's device, and not float64; any other reaches "
+                "the kernel as it is (lesson 05, section 2: which tensors autocast casts).")
+    return None
 
 
 def _sum_squares_float64_beside_bfloat16(op) -> str | None:
@@ -2559,6 +2566,7 @@ def autocast_guard(path: Path) -> Result:
                        or _sum_squares_mixed_xs(op)):
             return Result(False, problem)
         try:  # an empty xs, which the CPU kernel refuses too: an Autocast kernel still runs for it (scale's keys)
+            print("calling sum_squares([], scale): an empty xs, and a scale", flush=True)  # a crash's last words
             op([], torch.ones(4))
         except _StateLeft as left:
             return Result(False, f"inside autocast, a call with an empty xs and a scale, which the CPU kernel refuses: "
@@ -3039,6 +3047,8 @@ def records_graph(path: Path) -> Result:
         ("a forward-mode tangent on the first input (torch.autograd.forward_ad)", True,
          lambda: [dual(torch.ones(2)), leaf()]),
         ("a forward-mode tangent on the second input", True, lambda: [leaf(), dual(torch.ones(2))]),
+        ("a forward-mode tangent on an operator's output (make_dual(x, t) * 2: not a view)", True,
+         lambda: [dual(torch.ones(2)) * 2, leaf()]),
         ("a forward-mode tangent of all zeros on the first input", True, lambda: [dual(torch.zeros(2)), leaf()]),
         ("a complex forward-mode tangent on the first input", True,
          lambda: [dual(torch.ones(2) * 1j, torch.complex64), leaf(torch.complex64)]),
@@ -3260,6 +3270,32 @@ def _layer_cost_settings() -> dict:
                 os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None)}
 
 
+def _layer_cost_in_threads(answer) -> str | None:
+    """Two measurements at once, in two threads (two benchmarks of a suite run side by side), of layers of 0.40 and
+    1.20 µs: each reports its own. Each timer call yields to the other thread."""
+    import time
+
+    def measured(cost: float):
+        timer = FakeTimer(cost, seed=13)
+
+        def side(time_one):
+            def timed():
+                time.sleep(0)  # the other thread's measurement runs now
+                return time_one()
+            return timed
+
+        result = answer(side(timer.with_layer), side(timer.without), rounds=15)
+        if not (isinstance(result, tuple) and abs(result[0] - cost) < cost / 4):
+            return f"the one of a {cost:.2f} µs layer reported {_shown(result)}"
+        return None
+
+    if wrong := _first_wrong_in_threads(measured, (0.4, 1.2)):
+        return (f"two measurements at once, in two threads (layers of 0.40 and 1.20 µs): {wrong}: the two shared "
+                "something (a list of differences at module level?), and each took the other's samples. A "
+                "measurement keeps its samples to itself")
+    return None
+
+
 def _layer_cost_settings_changed(answer, threads: int) -> str | None:
     """07.layer_cost run by a caller that turned garbage collection off and tuned its thresholds, then by one whose
     timer raises: what the answer left changed, or None (`threads`: torch's threads before the check's first call).
@@ -3276,6 +3312,7 @@ def _layer_cost_settings_changed(answer, threads: int) -> str | None:
             "the CPUs the process may run on (os.sched_setaffinity)") else "") for name in names) or None
 
     _watching_cuda_seeds()
+    gc.freeze()  # a caller that froze its objects (a server before it forks): they stay frozen
     thresholds = gc.get_threshold()
     gc.disable()  # a caller that had turned it off, and tuned the thresholds
     gc.set_threshold(50_000, 50, 100)
@@ -3304,10 +3341,13 @@ def _layer_cost_settings_changed(answer, threads: int) -> str | None:
 
     before = _layer_cost_settings()
     try:
-        answer(failing, timer.without, rounds=15)
+        result = answer(failing, timer.without, rounds=15)
     except RuntimeError:
-        pass
+        result = "raised"
     try:
+        if result != "raised":
+            return (f"a timer raised (its call failed), and your function returned {_shown(result)}: the error was "
+                    "swallowed, so a broken measurement reads as a result. Let the timer's error through")
         if changed := differing(before, _layer_cost_settings()):
             return f"{changed}, after a timer raised (its error passed through your function)"
     finally:
@@ -3352,6 +3392,8 @@ def layer_cost(path: Path) -> Result:
              FakeTimer(0.0, step=0.125), None, 15),
             ("no layer at all, on a machine where the second call of a round runs 0.30 µs faster (a cache the first "
              "warms), whichever side it times", FakeTimer(0.0, second_faster=0.3), None, 15),
+            ("the same machine, over 9 rounds (lesson 07's count)", FakeTimer(0.0, second_faster=0.3, seed=5), None,
+             9),
             ("a layer of 0.40 µs on a steady machine, over 16 rounds", FakeTimer(0.4, seed=8), 0.4, 16)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
         made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}
@@ -3359,6 +3401,10 @@ def layer_cost(path: Path) -> Result:
             problems.append(f"{what}: you called time_with() {made[True]} and time_without() {made[False]} times, "
                             f"for {rounds} rounds: a median and quartiles over {rounds} rounds need a difference "
                             "from each round")
+            continue
+        if max(made.values()) > rounds + 3:  # a warm-up call or two aside
+            problems.append(f"{what}: you called time_with() {made[True]} and time_without() {made[False]} times, "
+                            f"for {rounds} rounds: a round times each side once, and its difference is one sample")
             continue
         if cost is None:
             if result is not None:
@@ -3416,10 +3462,14 @@ def layer_cost(path: Path) -> Result:
                              f"you report {_shown(measured)}, where the layer costs 0.40 µs: the timers ran where the "
                              "caller's thread-local state (the region, grad mode, guards) is not, in another thread? "
                              "A timer times a call as the caller would make it, on the caller's thread")
-    if changed := _layer_cost_settings_changed(answer, threads):
+    if (changed := _layer_cost_settings_changed(answer, threads)) and changed.startswith("a timer raised"):
+        return Result(False, changed)
+    if changed:
         return Result(False, f"after your function ran, {changed}: a measurement leaves process-wide settings as it "
                              "found them, even if it changes them while it times, and even when a timer raises (what "
                              "timeit does to garbage collection, it undoes in a finally)")
+    if wrong := _layer_cost_in_threads(answer):  # last: two threads at once may leave each other's settings behind
+        return Result(False, wrong)
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
                         "rounds, silent on noise, a coarse timer's included, measured anew on each call, on the "
                         "caller's thread")
@@ -3696,7 +3746,7 @@ def stable_autograd(path: Path) -> Result:
     from torch.autograd.gradcheck import GradcheckError
 
     build.load("stable")
-    if mentions(path, r"(?m)^\s*assert\b"):
+    if any(isinstance(node, ast.Assert) for node in ast.walk(ast.parse(path.read_text()))):  # statements, not words
         return Result(False, "your file checks with assert statements: `python -O` removes them, and a fake kernel "
                              "that refuses only with assertions on then traces the calls eager refuses. Refuse with "
                              "an error that always runs (torch._check, or raise), as the CPU kernel's TORCH_CHECKs do")
@@ -3780,7 +3830,7 @@ def stable_autograd(path: Path) -> Result:
         # Fake tensors of other devices, as a model is traced for them (no such device needed): the operator has no
         # kernel there. Those of accelerators torch knows by name, beside the usual ones: a fake kernel that lists the
         # devices it refuses, rather than those it takes, misses them.
-        for device in ("cuda", "xpu", "mps", "mtia", "xla", "maia", "ipu"):
+        for device in ("cuda", "xpu", "mps", "mtia", "xla", "maia", "ipu", "hip", "vulkan", "ve", "fpga", "lazy"):
             on_device = torch.empty(3, 4, device=device)
             try:
                 op(on_device, on_device)

@@ -76,6 +76,7 @@ def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float
                                      "code loop forever?")
         if returncode == 0 and (written := verdict.read()):
             return Result(**json.loads(written))
+        log.seek(0)  # the child wrote through a descriptor that shares this file's offset, now at its end
         output, stacks_written = log.read().strip(), stacks.read()
     if stacks_written:  # innermost frame first: the first line in the reader's file is where their code was
         lines = [line for file, line in re.findall(r'File "(.*)", line (\d+)', stacks_written) if file == str(path)]

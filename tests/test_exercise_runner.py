@@ -46,6 +46,14 @@ def test_an_exit_past_python_names_its_code(tmp_path):
     assert not result.passed and result.diagnosis.startswith("your code ended the check's process with exit code 3")
 
 
+def test_a_crash_quotes_the_last_line_the_process_printed(tmp_path):
+    answer = tmp_path / "01_schema.py"
+    answer.write_text("import os, signal\n\nprint('about to crash', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    result = exercises.run_check("01.schema", answer)
+    assert not result.passed and result.diagnosis.startswith(
+        "the check's process died (SIGSEGV) while running your code; its last words: about to crash")
+
+
 def test_a_loop_in_python_is_reported_after_the_running_limit_with_its_line(tmp_path):
     answer = tmp_path / "01_schema.py"
     answer.write_text("n = 0\nwhile True:\n    n += 1\n")

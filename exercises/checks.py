@@ -498,10 +498,11 @@ def _softplus2_fresh_outputs(op) -> list[str]:
                 f"log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: the output of x's values before the write, "
                 "something kept from the first call"]
     x = torch.randn(3)
-    first, second = op(x), op(x)
-    if first is second or first.untyped_storage()._cdata == second.untyped_storage()._cdata:
-        return ["two calls on one tensor gave the same output tensor: a caller that writes into the first (out += 1) "
-                "changes the second, and the schema promises a new tensor per call"]
+    first, second, third = op(x), op(x), op(x)
+    storages = {out.untyped_storage()._cdata for out in (first, second, third)}
+    if len(storages) < 3:
+        return ["three calls on one tensor gave the same output tensor twice: a caller that writes into one (out += "
+                "1) changes another, and the schema promises a new tensor per call"]
     return []
 
 
@@ -795,6 +796,7 @@ def _outer_in_threads(outer) -> str | None:
                 return f"{(n, n + 1)} and {(n + 2,)} gave {shape}"
         return None
 
+    print("calling outer from four threads at once", flush=True)  # a crash's last words
     if wrong := _first_wrong_in_threads(trace, (2, 5, 9, 13)):
         return (f"called from four threads at once, on meta tensors, your Meta kernel gave a wrong shape ({wrong}): "
                 "something in it is shared between calls (a static variable?), and calls in two threads overwrite it")
@@ -1556,9 +1558,10 @@ _CUBE_SAMPLES = [
     # takes, holds.
     ("float16, a large gradient from above (a loss scaled for float16, as GradScaler scales it)", [0.1, -0.5, 2.0],
      [30000.0, 30000.0, 1.0], torch.float16),
+    ("bfloat16, beyond float16's range (3x^2 is 270000 at x = 300)", [300.0, -2.0], [1.0, 0.5], torch.bfloat16),
 ]
 # Each dtype's own precision, with room for rounding order.
-_CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 4e-3}
+_CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
 _CUBE_DIFFERENTIABLE = "lesson 04, section 1: a backward that calls operators through the dispatcher"
 
 
@@ -1863,6 +1866,37 @@ def _redispatch_crash(path: Path) -> str:
             "lesson 03, section 3: how a kernel hands a call on, and what the dispatcher checks on the way")
 
 
+def _scale2_saves_nothing(op) -> str | None:
+    """scale2's backward needs none of x's values: after the call, x changed in place (as torch's own x * 2 allows)
+    must not stop backward; and an output the caller drops is freed at once, by reference counting."""
+    import gc
+    import weakref
+
+    y = torch.ones(3, requires_grad=True).clone()
+    out = op(y)
+    with torch.no_grad():
+        y.add_(1)  # a later step writes y: x * 2's backward never reads it
+    try:
+        (grad,) = torch.autograd.grad(out.sum(), y)
+    except RuntimeError as error:
+        return (f"scale2(y), then y.add_(1), then backward: {str(error).splitlines()[0][:160]}: torch's own y * 2 "
+                "lets y change after the call, since its backward reads none of y's values; yours kept y (saved for "
+                "backward?), which it does not need (lesson 04, section 1: what forward saves)")
+    gc.disable()  # what is freed must be freed without the cycle collector
+    try:
+        out = op(torch.ones(1000, requires_grad=True))
+        alive = weakref.ref(out)
+        del out
+        kept = alive() is not None
+    finally:
+        gc.enable()
+    if kept:
+        return ("an output of scale2, dropped by the caller, is still alive: something keeps it (the graph, through "
+                "ctx.out = out: out -> grad_fn -> ctx -> out, a cycle only the collector frees; or a cache of "
+                "outputs), so each step's outputs, and their memory, outlive the step (lesson 04, section 1)")
+    return None
+
+
 def _scale2_tangent_kept(op) -> str | None:
     """scale2 on a dual tensor (forward-mode AD, torch.autograd.forward_ad): the output's tangent is 2 * x's, or the
     call refuses (Scale2 has no jvp, and Function.apply says so). The kernels below autograd, like C++ ones, carry no
@@ -2026,7 +2060,7 @@ def redispatch(path: Path) -> Result:
             return Result(False, f"on a sparse CSR tensor, which no kernel of scale2's takes (the call raises): {left}")
         except (RuntimeError, NotImplementedError):
             pass
-        if told := _scale2_tangent_kept(op):
+        if told := _scale2_tangent_kept(op) or _scale2_saves_nothing(op):
             return Result(False, f"{told}\nLook again at {_PASSING_ON}")
         # Backward differentiated in its turn, with respect to the output's gradient v: what
         # torch.autograd.functional.jvp computes, by the double-backward trick.
@@ -2655,6 +2689,7 @@ def _sum_squares_in_threads(op) -> str | None:
                     return f"{out[0].item():g} where the sum of squares is {expected[0].item():g}"
         return None
 
+    print("calling sum_squares from four threads at once", flush=True)  # a crash's last words
     if wrong := _first_wrong_in_threads(calls, (1.0, 2.0, 3.0, 4.0)):
         return (f"four threads, each in its own region, calling at once: {wrong}: something in your kernel is "
                 "shared between calls (a static variable?), and two threads' calls overwrite it")
@@ -3238,6 +3273,7 @@ def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:
 
 
 _CUDA_SEEDED = []  # the calls that seeded torch's CUDA generators, while 07.layer_cost's check watches (below)
+_FROZEN = "the objects frozen out of collection (gc.freeze)"
 
 
 def _watching_cuda_seeds() -> None:
@@ -3260,27 +3296,35 @@ def _layer_cost_settings() -> dict:
     import sys
 
     return {"garbage collection": "on" if gc.isenabled() else "off", "the collector's thresholds": gc.get_threshold(),
-            "the objects frozen out of collection (gc.freeze)": gc.get_freeze_count(),
+            _FROZEN: gc.get_freeze_count(),
             "torch's threads": torch.get_num_threads(),
             "Python's random numbers (the random module)": random.getstate(),
             "torch's random numbers": torch.random.get_rng_state(),
             "torch's CUDA random numbers (seeded: torch.manual_seed seeds them too)": len(_CUDA_SEEDED),
             "the interpreter's thread switch interval (sys.setswitchinterval)": sys.getswitchinterval(),
+            "numpy's random numbers (numpy.random.seed)": (
+                str(sys.modules["numpy"].random.get_state()) if "numpy" in sys.modules else None),
+            "the process's priority (os.nice)": (
+                os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None),
             "the CPUs the process may run on (os.sched_setaffinity)": (
                 os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None)}
 
 
 def _layer_cost_in_threads(answer) -> str | None:
     """Two measurements at once, in two threads (two benchmarks of a suite run side by side), of layers of 0.40 and
-    1.20 µs: each reports its own. Each timer call yields to the other thread."""
-    import time
+    1.20 µs: each reports its own. Each timer call waits for the other thread's."""
+    import contextlib
+    import threading
+
+    barrier = threading.Barrier(2)  # each timed call waits for the other thread's: the two interleave, call by call
 
     def measured(cost: float):
         timer = FakeTimer(cost, seed=13)
 
         def side(time_one):
             def timed():
-                time.sleep(0)  # the other thread's measurement runs now
+                with contextlib.suppress(threading.BrokenBarrierError):  # the other thread is done, or failed
+                    barrier.wait(timeout=0.5)
                 return time_one()
             return timed
 
@@ -3296,23 +3340,32 @@ def _layer_cost_in_threads(answer) -> str | None:
     return None
 
 
-def _layer_cost_settings_changed(answer, threads: int) -> str | None:
+def _layer_cost_settings_changed(answer, first: dict) -> str | None:
     """07.layer_cost run by a caller that turned garbage collection off and tuned its thresholds, then by one whose
-    timer raises: what the answer left changed, or None (`threads`: torch's threads before the check's first call).
+    timer raises: what the answer left changed, or None (`first`: settings as they were before the check's first
+    call, torch's threads and the process's priority).
     (timeit turns the collector off while it times.)"""
     import gc
     import os
+    import sys
+
+    def same(name: str, old, new) -> bool:
+        if name == _FROZEN:  # frozen objects that die leave the count: only more frozen, or most unfrozen, is a change
+            return old // 2 <= new <= old
+        return torch.equal(old, new) if isinstance(old, torch.Tensor) else old == new
 
     def differing(before: dict, after: dict) -> str | None:
-        names = [name for name in before if not (before[name] == after[name] if not isinstance(before[name],
-                 torch.Tensor) else torch.equal(before[name], after[name]))]
+        names = [name for name in before if not same(name, before[name], after[name])]
         return ", ".join(f"{name} changed" + (f" ({before[name]} to {after[name]})" if name in (
-            "garbage collection", "the collector's thresholds", "torch's threads",
+            "garbage collection", "the collector's thresholds", "torch's threads", "the process's priority (os.nice)",
             "the interpreter's thread switch interval (sys.setswitchinterval)",
             "the CPUs the process may run on (os.sched_setaffinity)") else "") for name in names) or None
 
     _watching_cuda_seeds()
     gc.freeze()  # a caller that froze its objects (a server before it forks): they stay frozen
+    random.seed(12345)  # and seeded its random numbers: they stay as they are
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed(12345)
     thresholds = gc.get_threshold()
     gc.disable()  # a caller that had turned it off, and tuned the thresholds
     gc.set_threshold(50_000, 50, 100)
@@ -3320,12 +3373,12 @@ def _layer_cost_settings_changed(answer, threads: int) -> str | None:
     if len(cpus) > 1:  # and runs on one CPU of the machine's (taskset, a job scheduler's CPU set)
         os.sched_setaffinity(0, {min(cpus)})
     try:
-        before = {**_layer_cost_settings(), "torch's threads": threads}
+        before = {**_layer_cost_settings(), **first}  # as the check's first call found them
         timer = FakeTimer(0.4, seed=11)
         answer(timer.with_layer, timer.without, rounds=15)
         changed = differing(before, _layer_cost_settings())
     finally:
-        _layer_cost_restore(thresholds, threads, before)
+        _layer_cost_restore(thresholds, first["torch's threads"], before)
         if len(cpus) > 1:
             os.sched_setaffinity(0, cpus)
     if changed:
@@ -3351,7 +3404,7 @@ def _layer_cost_settings_changed(answer, threads: int) -> str | None:
         if changed := differing(before, _layer_cost_settings()):
             return f"{changed}, after a timer raised (its error passed through your function)"
     finally:
-        _layer_cost_restore(thresholds, threads, before)
+        _layer_cost_restore(thresholds, first["torch's threads"], before)
     return None
 
 
@@ -3372,7 +3425,8 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
     answer = load_python(path).layer_cost
-    threads = torch.get_num_threads()
+    first = {name: value for name, value in _layer_cost_settings().items()
+             if name in ("torch's threads", "the process's priority (os.nice)")}
     problems = []
     # A threshold of the reader's own, a fixed number of µs, is caught by two machines: a quiet one where 0.02 µs is a
     # cost, and a noisy one where nothing is, though the median difference is 0.26 µs (seed 6; its first quartile is
@@ -3452,8 +3506,9 @@ def layer_cost(path: Path) -> Result:
     # layer that exists only inside the caller's autocast region.
     timer = FakeTimer(0.4, seed=10)
 
-    def in_the_region(time):
-        return lambda: time() + (0.0 if torch.is_autocast_enabled("cpu") else 5.0)
+    def in_the_region(time):  # 5 µs more where the call runs otherwise than the caller makes it
+        return lambda: time() + (0.0 if torch.is_autocast_enabled("cpu") and torch.is_grad_enabled()
+                                 and not torch.is_inference_mode_enabled() else 5.0)
 
     with torch.autocast("cpu"):
         measured = answer(in_the_region(timer.with_layer), timer.without, rounds=15)
@@ -3462,7 +3517,7 @@ def layer_cost(path: Path) -> Result:
                              f"you report {_shown(measured)}, where the layer costs 0.40 µs: the timers ran where the "
                              "caller's thread-local state (the region, grad mode, guards) is not, in another thread? "
                              "A timer times a call as the caller would make it, on the caller's thread")
-    if (changed := _layer_cost_settings_changed(answer, threads)) and changed.startswith("a timer raised"):
+    if (changed := _layer_cost_settings_changed(answer, first)) and changed.startswith("a timer raised"):
         return Result(False, changed)
     if changed:
         return Result(False, f"after your function ran, {changed}: a measurement leaves process-wide settings as it "
@@ -3803,8 +3858,13 @@ def stable_autograd(path: Path) -> Result:
                        ("a CPU `self` and a meta `other`", torch.ones(3, 4), torch.ones(3, 4, device="meta"))):
         try:
             op(a, b)
-        except Exception:  # noqa: BLE001 - any error refuses the call, as the CPU kernel's does
+        except RuntimeError:  # as the CPU kernel's checks refuse two devices
             continue
+        except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
+            return Result(False, f"on {what}, your fake kernel refused the call with {_raised(error, path)}, where the "
+                                 "CPU kernel's checks raise RuntimeError: a caller that catches the refusal (except "
+                                 "RuntimeError) misses it here.\nLook again at lesson 02: the workbook's Meta kernels "
+                                 "(csrc/meta.cpp) check what its CPU kernels check, with TORCH_CHECK.")
         return Result(False, f"on {what}, your fake kernel returned a tensor, where the CPU kernel refuses an argument "
                              "on another device than its own (read its checks).\nLook again at lesson 02: the "
                              "workbook's Meta kernels (csrc/meta.cpp) check what its CPU kernels check.")
@@ -4008,6 +4068,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             to(torch.arange(6, dtype=torch.int32)), to(torch.full((6,), 0.5)), to(torch.zeros(6))),
         "a float32 self times a 0-dim float64 CPU tensor (1/3) into a float32 `out`": lambda to: (
             to(x), torch.tensor(1 / 3, dtype=torch.float64), to(z)),
+        "then a float32 self times a float64 other, both of 4 x 5, into a float64 `out`": lambda to: (
+            to(x / 3), to(y.double() / 7), to(z.double())),
         "an int32 self times a 0-dim float64 CPU tensor (0.1) into a float64 `out`": lambda to: (
             to(torch.tensor([3, 7], dtype=torch.int32)), torch.tensor(0.1, dtype=torch.float64),
             to(torch.zeros(2, dtype=torch.float64))),
@@ -4716,6 +4778,8 @@ def upcast_mode(path: Path) -> Result:
 def _positives_on_symbolic_sizes(op, path: Path) -> str | None:
     """The fake kernel on fake tensors whose sizes are symbols: a 1-D output of x's dtype and device, whose size is
     none of x's sizes, and no guard that pins a size of x."""
+    from torch.utils._sympy.numbers import int_oo
+
     from helpers import shapes
 
     for what, x in (("a float32 x of shape [4, 3]", torch.randn(4, 3)),
@@ -4738,6 +4802,11 @@ def _positives_on_symbolic_sizes(op, path: Path) -> str | None:
         if size in shapes.named(fakes["x"].shape, mode) or size.isdigit() or "*" in size:
             return (f"on {what} whose sizes are symbols, your fake kernel's output has {size} elements: a number or "
                     "an expression of x's sizes, where the count depends on x's values")
+        bound = mode.shape_env.var_to_range[out.shape[0].node.expr].upper
+        if bound != int_oo:  # x's sizes are symbols without an upper bound: so is its count of positive elements
+            return (f"on {what} whose sizes are symbols, the count your fake kernel gives is at most {bound}: x may "
+                    "have more elements than that, all positive, and compiled code then refuses an input eager takes "
+                    "(lesson 10, section 6)")
     return None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import tempfile
@@ -40,6 +41,7 @@ def check_here(exercise_id: str, path: str, verdict: str, stacks: str, running_l
     from . import checks  # noqa: F401 - registers every check
 
     torch.manual_seed(0)  # the checks' random inputs: the same verdict on the same file, every time
+    random.seed(0)  # and the reader's: an answer that draws numbers draws the same ones
     with open(stacks, "w") as stacks_file:  # open as long as the watchdog may write to it
         WATCHDOG.arm(stacks_file, running_limit)
         try:

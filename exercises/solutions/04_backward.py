@@ -4,10 +4,10 @@
 tensors); its CPU and Meta kernels are registered for you, with no gradient. Write the two functions
 torch.library.register_autograd takes: `setup_context` saves what backward needs, `backward` turns the gradient of the
 output into the gradient of the input. The check compares the gradient with the right one in float64 (to float64's
-precision), float32 and float16 (a large gradient from above, as GradScaler scales a loss), at negative x, at 0 and at
-the ends of each dtype's range (past them too, for a NaN gradient from above, and for a NaN or infinite x under a zero
-gradient), through .sum(), on a transposed x, on an x in the memory of an earlier one, on fresh tensors in a loop, with
-two forwards before their backwards, and on meta tensors; then double backward (0 included), gradcheck and
+precision), float32, float16 (a large gradient from above, as GradScaler scales a loss) and bfloat16, at negative x, at
+0 and at the ends of each dtype's range (past them too, for a NaN gradient from above, and for a NaN or infinite x under
+a zero gradient), through .sum(), on a transposed x, on an x in the memory of an earlier one, on fresh tensors in a
+loop, with two forwards before their backwards, and on meta tensors; then double backward (0 included), gradcheck and
 gradgradcheck: backward must itself be differentiable. Backward must leave the tensors it receives as they are; when x
 is changed in place after forward, backward must be refused, as it is for torch's own operators, and a fresh forward on
 the changed x must give its gradient; when the output is changed in place after forward, backward must still give x's

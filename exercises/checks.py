@@ -1454,13 +1454,14 @@ _LEFT = "state left: "  # _keyset_kept_apart's mark on a thread's report of its 
 
 @exercise("03.inplace_autograd", "hard")
 def inplace_autograd(path: Path) -> Result:
-    ran = []
+    ran, lazy = [], []
 
     given = []
 
     def cpu_kernel(x, other):  # a plain backend kernel: it writes, and bumps no version
         ran.append("CPU")
         given.append(type(x).__name__)
+        lazy.append(other.is_conj() or other.is_neg())  # a kernel that reads memory needs their fallbacks first
         with torch._C._AutoDispatchBelowADInplaceOrView():
             return x.add_(other)
 
@@ -1524,6 +1525,14 @@ def inplace_autograd(path: Path) -> Result:
             problems.append(told)
         if not problems and (told := _subclass_passed_on(lambda x: op(x.clone(), torch.ones(3)), given, "add_")):
             problems.append(told)
+        if not problems:
+            lazy.clear()
+            op(torch.zeros(2, dtype=torch.complex64), torch.tensor([1 + 1j, 2 - 3j]).conj())
+            if any(lazy):
+                problems.append("add_(x, other) with x plain complex and other a conjugate (lazily: it carries the "
+                                "Conjugate key, which x does not): the CPU kernel received other still conjugated "
+                                "lazily, its Conjugate fallback skipped: the keyset handed on lacked other's keys. A "
+                                "kernel that reads memory, as csrc's do, then adds c where conj(c) was given")
     hint = "\nLook again at lesson 03, section 4 (in-place operators and gradients)." if problems else ""
     return Result(not problems, "\n".join(problems) + hint if problems else "both inputs get their gradients, and "
                                                                              "the version counter moves")

@@ -1232,22 +1232,30 @@ def _inplace_constant_other(op) -> list[str]:
     return []
 
 
-def _inplace_result_freed(op) -> list[str]:
-    """The written tensor and its graph are freed as soon as the caller drops them, by reference counting, as torch's
-    add_'s are: nothing the Function keeps (an attribute of ctx) points back at the tensor it marked dirty."""
+def _outlives_its_last_reference(make) -> bool:
+    """Whether the tensor `make()` returns stays alive once its last reference is dropped, with the cycle collector
+    off: torch's own outputs are freed at once, by reference counting; one the graph points back at (through an
+    attribute of ctx) waits for the collector."""
     import gc
     import weakref
 
-    gc.disable()  # what is freed must be freed without the cycle collector
+    gc.disable()
     try:
-        y = torch.ones(1000, requires_grad=True).clone()
-        op(y, torch.ones(1000, requires_grad=True))
-        alive = weakref.ref(y)
-        del y
-        kept = alive() is not None
+        alive = weakref.ref(make())
+        return alive() is not None
     finally:
         gc.enable()
-    if kept:
+
+
+def _inplace_result_freed(op) -> list[str]:
+    """The written tensor and its graph are freed as soon as the caller drops them, by reference counting, as torch's
+    add_'s are: nothing the Function keeps (an attribute of ctx) points back at the tensor it marked dirty."""
+    def written():
+        y = torch.ones(1000, requires_grad=True).clone()
+        op(y, torch.ones(1000, requires_grad=True))
+        return y
+
+    if _outlives_its_last_reference(written):
         return ["y = x.clone(); add_(y, other); del y: y is still alive until Python's cycle collector runs: the graph "
                 "refers back to it (an attribute of ctx holding x, which forward returns: y -> grad_fn -> ctx -> y), "
                 "so each step's tensors, and their memory, outlive the step. What backward needs is saved with "
@@ -1812,19 +1820,8 @@ def _cube_saves_through_autograd(cube) -> str | None:
 def _cube_outputs_freed(cube) -> str | None:
     """An output the caller drops is freed at once, by reference counting, as torch's own operators' are: nothing in
     the graph points back at it (ctx.output = output makes a cycle, freed only when the cycle collector runs)."""
-    import gc
-    import weakref
-
     x = torch.randn(1000, dtype=torch.float64, requires_grad=True)
-    gc.disable()  # what is freed must be freed without it
-    try:
-        out = cube(x)
-        alive = weakref.ref(out)
-        del out
-        kept = alive() is not None
-    finally:
-        gc.enable()
-    if kept:
+    if _outlives_its_last_reference(lambda: cube(x)):
         return ("an output of cube, dropped by the caller, is still alive until Python's cycle collector runs: the "
                 "graph refers back to it (ctx.output = output, say: output -> grad_fn -> ctx -> output), so each "
                 "step's outputs, and their memory, outlive the step. What backward needs of the output is saved with "
@@ -1878,9 +1875,6 @@ def _redispatch_crash(path: Path) -> str:
 def _scale2_saves_nothing(op) -> str | None:
     """scale2's backward needs none of x's values: after the call, x changed in place (as torch's own x * 2 allows)
     must not stop backward; and an output the caller drops is freed at once, by reference counting."""
-    import gc
-    import weakref
-
     y = torch.ones(3, requires_grad=True).clone()
     out = op(y)
     with torch.no_grad():
@@ -1891,15 +1885,7 @@ def _scale2_saves_nothing(op) -> str | None:
         return (f"scale2(y), then y.add_(1), then backward: {str(error).splitlines()[0][:160]}: torch's own y * 2 "
                 "lets y change after the call, since its backward reads none of y's values; yours kept y (saved for "
                 "backward?), which it does not need (lesson 04, section 1: what forward saves)")
-    gc.disable()  # what is freed must be freed without the cycle collector
-    try:
-        out = op(torch.ones(1000, requires_grad=True))
-        alive = weakref.ref(out)
-        del out
-        kept = alive() is not None
-    finally:
-        gc.enable()
-    if kept:
+    if _outlives_its_last_reference(lambda: op(torch.ones(1000, requires_grad=True))):
         return ("an output of scale2, dropped by the caller, is still alive: something keeps it (the graph, through "
                 "ctx.out = out: out -> grad_fn -> ctx -> out, a cycle only the collector frees; or a cache of "
                 "outputs), so each step's outputs, and their memory, outlive the step (lesson 04, section 1)")

@@ -3885,7 +3885,9 @@ def stable_autograd(path: Path) -> Result:
         # Fake tensors of other devices, as a model is traced for them (no such device needed): the operator has no
         # kernel there. Those of accelerators torch knows by name, beside the usual ones: a fake kernel that lists the
         # devices it refuses, rather than those it takes, misses them.
-        for device in ("cuda", "xpu", "mps", "mtia", "xla", "maia", "ipu", "hip", "vulkan", "ve", "fpga", "lazy"):
+        # privateuseone:0 is lesson 09's own device before it is named (a backend of one's own).
+        for device in ("cuda", "xpu", "mps", "mtia", "xla", "maia", "ipu", "hip", "vulkan", "ve", "fpga", "lazy",
+                       "hpu:0", "privateuseone:0"):
             on_device = torch.empty(3, 4, device=device)
             try:
                 op(on_device, on_device)

@@ -1416,20 +1416,26 @@ def _keyset_kept_apart(call, expected: torch.Tensor, what: str, function: type) 
     each `function.apply`."""
     import time
 
+    other_keyset = ("the call ran with the other thread's keyset. A keyset kept where another call finds it (on the "
+                    "class, in a global) is overwritten by that call; hand it to forward as an argument of apply")
+
     def calls(device: str) -> str | None:
         for _ in range(300):
             try:
                 out = call(device)
             except _StateLeft as left:  # the thread's own state, left changed: said as it is
-                return f"{_LEFT}{left}"
+                return str(left)
             except Exception as error:  # noqa: BLE001 - a kernel of the other device raises anything
                 first_line = str(error).splitlines()[0][:150]
-                return f"a call on {device} tensors raised {type(error).__name__}: {first_line}"
+                return f"a call on {device} tensors raised {type(error).__name__}: {first_line}: {other_keyset}"
             if out.device.type != device or device == "cpu" and not torch.equal(out.detach(), expected):
-                return f"a call on {device} tensors gave {out.detach().tolist() if device == 'cpu' else out.device}"
+                gave = out.detach().tolist() if device == "cpu" else out.device
+                return f"a call on {device} tensors gave {gave}: {other_keyset}"
             if not out.requires_grad:
                 return (f"a call on {device} tensors that require grad gave an output that does not: the call went "
-                        "past autograd (a registration another thread's call made for the process, while it ran?)")
+                        "past autograd (a registration another thread's call made for the process, while it ran?). "
+                        "What a call changes for the process (a registration, even one it removes again) changes "
+                        "every other thread's calls while it lasts")
         return None
 
     apply = function.apply
@@ -1443,21 +1449,9 @@ def _keyset_kept_apart(call, expected: torch.Tensor, what: str, function: type) 
         wrong = _first_wrong_in_threads(calls, ("cpu", "meta"))
     finally:
         function.apply = apply
-    if wrong and wrong.startswith(_LEFT):
-        return (f"called from two threads at once, one on CPU tensors and one on meta tensors, {what}: "
-                + wrong.removeprefix(_LEFT))
-    if wrong and "went past autograd" in wrong:
-        return (f"called from two threads at once, one on CPU tensors and one on meta tensors, {what}: {wrong}. What "
-                "a call changes for the process (a registration, even one it removes again) changes every other "
-                "thread's calls while it lasts")
     if wrong:
-        return (f"called from two threads at once, one on CPU tensors and one on meta tensors, {what}: {wrong}: the "
-                f"call ran with the other thread's keyset. A keyset kept where another call finds it (on the class, "
-                f"in a global) is overwritten by that call; hand it to forward as an argument of apply")
+        return f"called from two threads at once, one on CPU tensors and one on meta tensors, {what}: {wrong}"
     return None
-
-
-_LEFT = "state left: "  # _keyset_kept_apart's mark on a thread's report of its state left changed
 
 
 @exercise("03.inplace_autograd", "hard")

@@ -3,13 +3,13 @@
 Write `kernels(op, *args, **kwargs)`: the dispatch keys whose kernels the dispatcher calls for op(*args, **kwargs), here
 and now, highest priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not
 helpers.trace. The check compares your list with the dispatcher's for aten's and the workbook's operators and operators
-defined from Python, composite, in-place and view ones, factory functions (given a device or a layout, or neither) and
-an operator with no tensor argument at all included, on CPU, meta, sparse (COO and CSR) and conjugated complex tensors,
-mixed ones, lists of them and tensors given by keyword, inside torch.no_grad(), torch.inference_mode(),
-torch.autocast("cpu"), torch.device("meta"), a TorchDispatchMode that hands each call on (what a mode such as
-FakeTensorMode does with a call is its own Python code: lesson 10) and torch._C._AutoDispatchBelowADInplaceOrView(), and
-for two calls made again after a registration changed their operators (one of them aten's). Asking must not make the
-call.
+defined from Python, composite, in-place and view ones, factory functions (given a device, a layout or a quantized
+dtype, or neither) and an operator with no tensor argument at all included, on CPU, meta, sparse (COO and CSR) and
+conjugated complex tensors, mixed ones, lists of them and tensors given by keyword, inside torch.no_grad(),
+torch.inference_mode(), torch.autocast("cpu"), torch.device("meta"), a TorchDispatchMode that hands each call on (what a
+mode such as FakeTensorMode does with a call is its own Python code: lesson 10),
+torch._C._AutoDispatchBelowADInplaceOrView() and a level of torch.func.vmap (as torch.func's transforms enter), and for
+two calls made again after a registration changed their operators (one of them aten's). Asking must not make the call.
 """
 
 import torch

@@ -14,6 +14,7 @@ import random
 import re
 import traceback
 import warnings
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -87,6 +88,7 @@ def _walk_cases():
     devices, layouts, argument kinds and thread-local states."""
     from contextlib import nullcontext
 
+    from torch._functorch.vmap import vmap_increment_nesting
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class PassingOn(TorchDispatchMode):  # a mode that only calls the op: what it changes is the keyset
@@ -144,6 +146,10 @@ def _walk_cases():
         # through torch.ops without a device still makes a CPU tensor.
         ("aten::zeros([2]) inside torch.device(\"meta\") (as torch.set_default_device(\"meta\") sets it)",
          torch.ops.aten.zeros.default, ([2],), lambda: torch.device("meta"), _BACKEND_SELECT),
+        ("aten::mm(a, b) inside a level of torch.func.vmap (a and b not batched), as torch.func's transforms call",
+         torch.ops.aten.mm.default, (a, b), lambda: vmap_increment_nesting(2, "error"), sets),
+        ("aten::empty.memory_format([2], dtype=torch.qint8), a quantized dtype (asked, not called)",
+         torch.ops.aten.empty.memory_format, ([2],), nullcontext, _BACKEND_SELECT, {"dtype": torch.qint8}),
         ("aten::ones([2, 3]) inside torch.inference_mode()", torch.ops.aten.ones.default, ([2, 3],),
          torch.inference_mode, _BACKEND_SELECT),
         ("aten::zeros([2], device=\"meta\")", torch.ops.aten.zeros.default, ([2],), nullcontext, _BACKEND_SELECT,
@@ -685,8 +691,8 @@ def composite_key(path: Path) -> Result:
                     "every kind of tensor that reaches it, with autograd watching: torch operations only, in the "
                     "input's dtype and device, whatever its strides.")
         else:
-            hint = ("\nLook again at lesson 02, section 3: which registration fills every backend key and the Autograd "
-                    "keys, so that autograd sees the operations inside the kernel?")
+            hint = ("\nLook again at lesson 02, section 3: the entries of the dispatch table each composite key "
+                    "fills, and what autograd sees of the kernel there.")
         return Result(not problems, "\n".join(problems) + hint if problems else f"{answer.KEY}: every case works")
 
 
@@ -1200,6 +1206,10 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
             problems.append("gradgradcheck failed (of add_(x, other) ** 2): with create_graph=True (a gradient "
                             "penalty, a Hessian-vector product) the gradients your backward returns must themselves be "
                             "differentiable: a backward that detaches them, or computes outside autograd, stops there")
+    if not problems and (told := _complex_gradients(lambda x, other: op(x.clone(), other),
+                                                    lambda x, other: x.clone().add_(other), ("x", "other"),
+                                                    "x.clone().add_(other)") or _inplace_tangent_kept(op)):
+        problems.append(told)
     return problems
 
 
@@ -1336,6 +1346,56 @@ def _inplace_target_without_grad(op) -> list[str]:
         except RuntimeError:
             pass
     return problems
+
+
+def _complex_shown(values: torch.Tensor) -> str:
+    return "[" + ", ".join(f"{z.real:g}{z.imag:+g}j" for z in values.tolist()) + "]"
+
+
+def _complex_gradients(call, reference, names: tuple[str, ...], formula: str) -> str | None:
+    """The gradients of complex inputs, for a loss whose gradient at the output is complex ((out * w).real.sum(), w
+    complex), against those of torch's own `formula` (`reference`); None where they agree. For complex tensors autograd
+    hands backward the conjugate Wirtinger gradient (torch's docs, "Autograd for Complex Numbers"): a backward right
+    for real inputs may still be wrong for complex ones, and a real gradient at the output does not tell."""
+    values = [torch.tensor([1 + 2j, -3j, 0.5 - 1j]), torch.tensor([2 - 1j, 0.5j, -1 + 0j])]
+    weights = torch.tensor([0.5 - 2j, 1 + 1j, -3j])
+
+    def gradients(function):
+        inputs = [value.clone().requires_grad_() for value in values[:len(names)]]
+        return torch.autograd.grad((function(*inputs) * weights).real.sum(), inputs)
+
+    for name, got, want in zip(names, gradients(call), gradients(reference)):
+        if not torch.allclose(got, want):
+            return (f"for complex inputs, and a loss whose gradient at the output is complex ((out * w).real.sum(), "
+                    f"w = {_complex_shown(weights)}), the gradient of {name} is {_complex_shown(got)}, where torch's "
+                    f"{formula} gives {_complex_shown(want)}: for complex tensors, backward receives and returns "
+                    "gradients as torch's own formulas do (its docs: Autograd for Complex Numbers), and a real "
+                    "gradient at the output cannot tell a wrong one")
+    return None
+
+
+def _inplace_tangent_kept(op) -> str | None:
+    """add_ on dual tensors (forward-mode AD, torch.autograd.forward_ad): x's tangent becomes x's plus other's, or the
+    call refuses (AddInPlace has no jvp, and Function.apply says so). The kernels below autograd, like C++ ones, carry
+    no tangent: a call that goes below autograd past AddInPlace leaves x's tangent as it was, without a word."""
+    import torch.autograd.forward_ad as forward_ad
+
+    with forward_ad.dual_level():
+        x = forward_ad.make_dual(torch.ones(3), torch.ones(3))
+        other = forward_ad.make_dual(torch.full((3,), 2.0), torch.full((3,), 2.0))
+        y = x.clone()
+        try:
+            op(y, other)
+        except (NotImplementedError, RuntimeError):
+            return None  # refused: no jvp
+        tangent = forward_ad.unpack_dual(y).tangent
+    if tangent is None or not torch.equal(tangent, torch.full((3,), 3.0)):
+        shown = "None" if tangent is None else tangent.tolist()
+        return (f"on dual tensors (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp), y = x.clone() of "
+                f"tangent [1, 1, 1] and other of tangent [2, 2, 2], y's tangent after add_(y, other) is {shown}, where "
+                "x + other's is [3, 3, 3]: the call went below autograd without AddInPlace (which refuses forward "
+                "mode: it has no jvp), and the kernels there, like C++ kernels, carry no tangent")
+    return None
 
 
 def _exported(function, *args) -> str | None:
@@ -2049,7 +2109,8 @@ def redispatch(path: Path) -> Result:
             return Result(False, f"on a sparse CSR tensor, which no kernel of scale2's takes (the call raises): {left}")
         except (RuntimeError, NotImplementedError):
             pass
-        if told := _scale2_tangent_kept(op) or _scale2_saves_nothing(op):
+        if told := (_scale2_tangent_kept(op) or _scale2_saves_nothing(op)
+                    or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x")):
             return Result(False, f"{told}\nLook again at {_PASSING_ON}")
         # Backward differentiated in its turn, with respect to the output's gradient v: what
         # torch.autograd.functional.jvp computes, by the double-backward trick.
@@ -2103,9 +2164,11 @@ def _dtype_names(dtypes, between: str = " and ") -> str:
 @exercise("05.register_autocast", "easy", on_crash=_register_autocast_crash)
 def register_autocast(path: Path) -> Result:
     received = []  # the dtypes each call of mm2's CPU kernel received
+    seen = []  # and the tensors, as weak references
 
     def mm2(a, b):
         received.append((a.dtype, b.dtype))
+        seen.extend((weakref.ref(a), weakref.ref(b)))
         torch._check(a.dtype == b.dtype, lambda: f"exercise::mm2: dtypes {a.dtype} and {b.dtype} differ")
         return a @ b
 
@@ -2246,11 +2309,13 @@ def register_autocast(path: Path) -> Result:
                                    "(p.mul_(10), as an optimizer step does) since the first", activation, parameter,
                                    torch.bfloat16))
         if not problem:
-            weight32.data.mul_(2)  # through .data (old optimizers, weight loading): w's version counter stays
+            # Through .data (old optimizers, weight loading): w's version counter stays. Its rows in reverse order:
+            # its sum, too, stays as it was.
+            weight32.data.copy_(weight32.data.flip(0))
             with torch.autocast("cpu"):
-                problem = call("in a third region, the float32 weight written into through .data (w.data.mul_(2), "
-                               "which leaves its version counter as it was) since the second", activation, weight32,
-                               torch.bfloat16)
+                problem = call("in a third region, the float32 weight written into through .data (its rows reversed: "
+                               "w.data.copy_(w.data.flip(0)), which leaves its version counter, its sum and its "
+                               "address as they were) since the second", activation, weight32, torch.bfloat16)
         if not problem:
             with torch.autocast("cpu"):
                 # An output kept (gradient accumulation): its graph holds the parameter's cast, as mm saves its second
@@ -2269,7 +2334,7 @@ def register_autocast(path: Path) -> Result:
             with torch.autocast("cpu", cache_enabled=False):
                 problem = call("in a region without autocast's cast cache (cache_enabled=False)", activation,
                                weight32, torch.bfloat16)
-        problem = problem or _mm2_saved_activations(op) or _mm2_parameters_freed(op)
+        problem = problem or _mm2_saved_activations(op) or _mm2_parameters_freed(op) or _mm2_casts_freed(op, seen)
         if problem:
             return Result(False, problem)
         library._destroy()
@@ -2331,6 +2396,29 @@ def _mm2_parameters_freed(op) -> str | None:
         return (f"{kept} of 20 parameters, each used in a region and then dropped, are still alive: something the "
                 "autocast kernel kept (a cache of casts?) holds them, and their memory, for the life of the process. "
                 "torch's own cache of casts lives for one region (lesson 05, section 5)")
+    return None
+
+
+def _mm2_casts_freed(op, seen: list) -> str | None:
+    """Twenty regions, each calling mm2 on a new float32 activation and weight that do not require grad (a model in
+    inference, activations that change each call): once the caller drops them and the output, none of the casts mm2's
+    CPU kernel received may be alive. torch's own cache keeps only casts of leaves that require grad, for one region
+    (lesson 05, section 5)."""
+    import gc
+
+    seen.clear()
+    for _ in range(20):
+        with torch.autocast("cpu"):
+            op(torch.randn(2, 3), torch.randn(3, 4))
+    gc.collect()
+    kept, received = sum(reference() is not None for reference in seen), len(seen)
+    seen.clear()
+    if kept:
+        return (f"twenty regions, each calling mm2 on a new float32 activation and weight that do not require grad, "
+                f"dropped since with the output: {kept} of the {received} bfloat16 tensors mm2's CPU kernel received "
+                "are still alive: something your kernel keeps (a cache of casts?) holds them for the life of the "
+                "process, and grows with every call. torch's own cache keeps casts of leaves that require grad only, "
+                "for one region (lesson 05, section 5)")
     return None
 
 
@@ -3300,33 +3388,74 @@ def _layer_cost_settings() -> dict:
 
 
 def _layer_cost_in_threads(answer) -> str | None:
-    """Two measurements at once, in two threads (two benchmarks of a suite run side by side), of layers of 0.40 and
-    1.20 µs: each reports its own. Each timer call waits for the other thread's."""
+    """Two measurements at once, in two threads (two benchmarks of a suite run side by side), of layers of 0.40 µs over
+    15 rounds and 1.20 µs over 16: each reports its own, and together they leave the process's settings as they found
+    them. The second starts once the first has timed a call (so it finds whatever the first changed), each timed call
+    waits for the other thread's (the two interleave, call by call), and the second, with a round more, ends last."""
     import contextlib
     import threading
 
-    barrier = threading.Barrier(2)  # each timed call waits for the other thread's: the two interleave, call by call
+    barrier = threading.Barrier(2)
+    first_timed = threading.Event()
+    before = _layer_cost_settings()
 
-    def measured(cost: float):
+    def measured(cost: float, rounds: int):
         timer = FakeTimer(cost, seed=13)
 
         def side(time_one):
             def timed():
+                first_timed.set()
                 with contextlib.suppress(threading.BrokenBarrierError):  # the other thread is done, or failed
                     barrier.wait(timeout=0.5)
                 return time_one()
             return timed
 
-        result = answer(side(timer.with_layer), side(timer.without), rounds=15)
-        if not (isinstance(result, tuple) and abs(result[0] - cost) < cost / 4):
+        try:
+            result = answer(side(timer.with_layer), side(timer.without), rounds=rounds)
+        finally:
+            barrier.abort()  # the other thread's calls wait no more
+        if not (isinstance(result, tuple) and len(result) == 3 and abs(result[0] - cost) < cost / 4):
             return f"the one of a {cost:.2f} µs layer reported {_shown(result)}"
+        if wrong := _not_from_the_rounds(result, timer.differences(rounds)):
+            return f"the one of a {cost:.2f} µs layer reported {_shown(result)}: {wrong}"
         return None
 
-    if wrong := _first_wrong_in_threads(measured, (0.4, 1.2)):
+    def second():
+        first_timed.wait(timeout=5)
+        return measured(1.2, 16)
+
+    wrong = []
+    threads = [threading.Thread(target=lambda: wrong.append(measured(0.4, 15))),
+               threading.Thread(target=lambda: wrong.append(second()))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if wrong := next(filter(None, wrong), None):
         return (f"two measurements at once, in two threads (layers of 0.40 and 1.20 µs): {wrong}: the two shared "
                 "something (a list of differences at module level?), and each took the other's samples. A "
                 "measurement keeps its samples to itself")
+    if changed := _layer_cost_differing(before, _layer_cost_settings()):
+        return (f"two measurements at once, in two threads, the second started while the first was timing: "
+                f"afterwards, {changed}: what one measurement changed while it timed, the other took for the "
+                "caller's, and restored. A setting that is the process's, not the thread's, is shared by every "
+                "measurement running at the time")
     return None
+
+
+def _layer_cost_same(name: str, old, new) -> bool:
+    if name == _FROZEN:  # frozen objects that die leave the count: only more frozen, or most unfrozen, is a change
+        return old // 2 <= new <= old
+    return torch.equal(old, new) if isinstance(old, torch.Tensor) else old == new
+
+
+def _layer_cost_differing(before: dict, after: dict) -> str | None:
+    """Which of the settings `before` names differ `after` (with both values where they say something), or None."""
+    names = [name for name in before if not _layer_cost_same(name, before[name], after[name])]
+    return ", ".join(f"{name} changed" + (f" ({before[name]} to {after[name]})" if name in (
+        "garbage collection", "the collector's thresholds", "torch's threads", "the process's priority (os.nice)",
+        "the interpreter's thread switch interval (sys.setswitchinterval)",
+        "the CPUs the process may run on (os.sched_setaffinity)") else "") for name in names) or None
 
 
 def _layer_cost_settings_changed(answer, first: dict) -> str | None:
@@ -3337,18 +3466,6 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
     import gc
     import os
     import sys
-
-    def same(name: str, old, new) -> bool:
-        if name == _FROZEN:  # frozen objects that die leave the count: only more frozen, or most unfrozen, is a change
-            return old // 2 <= new <= old
-        return torch.equal(old, new) if isinstance(old, torch.Tensor) else old == new
-
-    def differing(before: dict, after: dict) -> str | None:
-        names = [name for name in before if not same(name, before[name], after[name])]
-        return ", ".join(f"{name} changed" + (f" ({before[name]} to {after[name]})" if name in (
-            "garbage collection", "the collector's thresholds", "torch's threads", "the process's priority (os.nice)",
-            "the interpreter's thread switch interval (sys.setswitchinterval)",
-            "the CPUs the process may run on (os.sched_setaffinity)") else "") for name in names) or None
 
     _watching_cuda_seeds()
     gc.freeze()  # a caller that froze its objects (a server before it forks): they stay frozen
@@ -3365,7 +3482,7 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
         before = {**_layer_cost_settings(), **first}  # as the check's first call found them
         timer = FakeTimer(0.4, seed=11)
         answer(timer.with_layer, timer.without, rounds=15)
-        changed = differing(before, _layer_cost_settings())
+        changed = _layer_cost_differing(before, _layer_cost_settings())
     finally:
         _layer_cost_restore(thresholds, first["torch's threads"], before)
         if len(cpus) > 1:
@@ -3390,7 +3507,7 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
         if result != "raised":
             return (f"a timer raised (its call failed), and your function returned {_shown(result)}: the error was "
                     "swallowed, so a broken measurement reads as a result. Let the timer's error through")
-        if changed := differing(before, _layer_cost_settings()):
+        if changed := _layer_cost_differing(before, _layer_cost_settings()):
             return f"{changed}, after a timer raised (its error passed through your function)"
     finally:
         _layer_cost_restore(thresholds, first["torch's threads"], before)
@@ -3526,22 +3643,29 @@ def layer_cost(path: Path) -> Result:
 _AOTI_CALLS = ("lesson 08's model on 5 rows", "a second model (other weights) on 3 rows")
 
 
+_LEAD = 1 << 17  # 128 KiB: a package's first bytes, the same in every copy of one fill (_padded_package)
+
+
 def _padded_package(package: Path, to: Path, size: int, fill: bytes = b"\0") -> None:
-    """A copy of an AOTInductor package, `size` bytes long: an entry the loader never reads, of `fill` bytes, pads the
-    archive (another `fill`, other contents)."""
-    import shutil
+    """A copy of an AOTInductor package, `size` bytes long, that the loader runs as the original: its entries in a
+    folder of one name, "release" (a package's files are in a folder named as it was saved; releases of one model are
+    often saved under one name), and two entries the loader never reads, of `fill` bytes: one before the package's own
+    (_LEAD bytes, the same in every copy of one fill: the heads of two copies tell them apart no more than those of two
+    releases of one large model, whose generated code comes first) and one after them, as long as makes up `size`."""
     import zipfile
 
-    padding = f"{zipfile.ZipFile(package).namelist()[0].split('/')[0]}/extra/padding"
+    def entry(name: str) -> zipfile.ZipInfo:  # of a fixed time: two copies' entries alike, byte for byte
+        return zipfile.ZipInfo(f"release/{name}", date_time=(1980, 1, 1, 0, 0, 0))
 
     def copy_with_padding(length: int) -> int:
-        shutil.copyfile(package, to)
-        with zipfile.ZipFile(to, "a", zipfile.ZIP_STORED) as archive:
-            archive.writestr(padding, fill * length)
+        with zipfile.ZipFile(package) as original, zipfile.ZipFile(to, "w", zipfile.ZIP_STORED) as archive:
+            archive.writestr(entry("extra/lead"), fill * _LEAD)
+            for file in original.infolist():
+                archive.writestr(entry(file.filename.split("/", 1)[1]), original.read(file))
+            archive.writestr(entry("extra/padding"), fill * length)
         return to.stat().st_size
 
-    with_an_empty_entry = copy_with_padding(0)
-    copy_with_padding(size - with_an_empty_entry)
+    copy_with_padding(size - copy_with_padding(0))
 
 
 @exercise("08.load_before_aoti", "easy")
@@ -3565,9 +3689,9 @@ def load_before_aoti(path: Path) -> Result:
     with tempfile.TemporaryDirectory(prefix="workbook_08_") as elsewhere:
         site = shutil.copytree(installed, Path(elsewhere) / "site-packages")
         calls = []  # (the .pt2 file, x, every model's output for x): a wrong output may be another model's
-        # Both files of one size (two releases of one architecture often are), so that neither the name nor the size
-        # of a file tells one release from the other.
-        size = max(model_pt2.stat().st_size for _, model_pt2 in models) + 4096
+        # Both files of one size (two releases of one architecture often are) and of the same first 128 KiB, so that
+        # neither the name, the size nor the head of a file tells one release from the other.
+        size = max(model_pt2.stat().st_size for _, model_pt2 in models) + _LEAD + 4096
         for n, ((_, model_pt2), rows) in enumerate(zip(models, (5, 3))):
             # Each model as a release of it is deployed: v1/model.pt2, v2/model.pt2, one file name.
             deployed = Path(elsewhere) / f"v{n + 1}" / "model.pt2"
@@ -3620,21 +3744,26 @@ def load_before_aoti(path: Path) -> Result:
                 answer.run(model_pt2, x)
                 print("NO GRAD", json.dumps({{"grad_mode": torch.is_grad_enabled()}}))
 
-            def models_mapped():  # the compiled models' libraries the process holds (Linux only)
+            def models_mapped(kept_only=False):  # the compiled models' libraries the process maps (Linux only)
                 if not os.path.exists("/proc/self/maps"):
                     return 0
-                return len({{line.split()[-1] for line in open("/proc/self/maps")
-                            if line.rstrip().endswith(".wrapper.so")}})
+                # A mapping's path is its sixth field. A model's library stays mapped after the model is dropped,
+                # " (deleted)": the model removes the file it extracted, and nothing unmaps it. A model kept maps one
+                # not deleted.
+                paths = {{line.split(maxsplit=5)[5].strip() for line in open("/proc/self/maps")
+                         if len(line.split(maxsplit=5)) == 6}}
+                return len({{path for path in paths if path.endswith(".wrapper.so")
+                            or not kept_only and path.endswith(".wrapper.so (deleted)")}})
 
             before = models_mapped()
             for _ in range(4):  # a server: one call per request, on one file
                 answer.run(model_pt2, x)
             print("MAPPED", json.dumps({{"grew": models_mapped() - before}}))
-            before = models_mapped()
+            before = models_mapped(kept_only=True)
             for release in {[str(release) for release in releases]!r}:  # releases deployed over one file in turn
                 shutil.copyfile(release, model_pt2)
                 answer.run(model_pt2, x)
-            print("RELEASES", json.dumps({{"grew": models_mapped() - before}}))
+            print("RELEASES", json.dumps({{"grew": models_mapped(kept_only=True) - before}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -3687,9 +3816,9 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, "in the fresh Python, the first model copied over the second one's model.pt2, the file of "
                              "the last call (a release deployed in place, a file of the same size, given the old "
                              "file's time as rsync -t and cp -p give it), then run() on that file: not the output of "
-                             "the model now in it. Something kept from "
-                             "the earlier call (a cache keyed on the file's name, size or time?) ran the old model: "
-                             f"what run() keeps must change when the file's contents do.{hint}.")
+                             "the model now in it. Something kept from the earlier call (a cache keyed on the file's "
+                             "name, size, time or first bytes?) ran the old model: what run() keeps must change when "
+                             f"the file's contents do.{hint}.")
     if not one_row[0]["refused"]:
         return Result(False, "in the fresh Python, run() on a batch of 1 row, fewer than the package was exported for, "
                              "returned a result: the input checks that AOTI_RUNTIME_CHECK_INPUTS=1 turns on, which "
@@ -3712,18 +3841,19 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, "in the fresh Python, run() called inside torch.no_grad() left grad mode on: code that "
                              "changes thread-local state must restore what it found, not what it expects (lesson 00, "
                              "section 2).")
-    if mapped and mapped[0]["grew"] > 1:
+    if mapped and mapped[0]["grew"]:
         return Result(False, f"in the fresh Python, run() four more times on one file: {mapped[0]['grew']} more "
-                             "compiled models stayed loaded in the process: run() keeps every model it loads, and a "
-                             "server that calls it once a request grows until memory runs out. Keep none, or one per "
-                             f"file, loaded again when its contents change.{hint}.")
+                             "compiled models' libraries stayed mapped in the process: run() loaded the package at "
+                             "each call, and a model's library stays mapped after the model is dropped "
+                             "(/proc/self/maps shows it '(deleted)'), so a server that calls run() once a request "
+                             "grows until memory runs out. A file's model is loaded once, and again only when its "
+                             f"contents change.{hint}.")
     if releases and releases[0]["grew"] > 1:
         return Result(False, f"in the fresh Python, four releases deployed in turn over one model.pt2, run() called "
                              f"after each: {releases[0]['grew']} more compiled models stayed loaded in the "
                              "process: run() keeps the model of every release it has served (a cache keyed on the "
-                             "contents, never "
-                             "emptied?), and a server that lives through many deployments grows with each. Keep none, "
-                             f"or one per file, loaded again when its contents change.{hint}.")
+                             "contents, never emptied?), and a server that lives through many deployments grows with "
+                             f"each. Keep one model per file, loaded again when its contents change.{hint}.")
     if from_build[0]:
         build_folder = paths.BUILD.resolve()
         shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]
@@ -4030,6 +4160,7 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
     shapes = ((4, 5), (4, 5), (4, 5), (5,), (5, 4))
     x, y, z, row, columns = (torch.randn(shape, generator=generator) for shape in shapes)
     large, small = torch.arange(20).view(4, 5) + 2**40 + 1, torch.arange(20).view(4, 5) % 3 + 1
+    images = torch.randn(2, 3, 4, 5, generator=generator).to(memory_format=torch.channels_last)
     plain = {
         "two 4 x 5 tensors into a 4 x 5 `out`": lambda to: (to(x), to(y), to(z)),
         "a row that broadcasts as `other`": lambda to: (to(x), to(row), to(z)),
@@ -4064,6 +4195,10 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "an int32 self times a 0-dim float64 CPU tensor (0.1) into a float64 `out`": lambda to: (
             to(torch.tensor([3, 7], dtype=torch.int32)), torch.tensor(0.1, dtype=torch.float64),
             to(torch.zeros(2, dtype=torch.float64))),
+        "two channels_last 2 x 3 x 4 x 5 tensors into an empty `out` (aten lays out a resized `out` as the product)":
+            lambda to: (to(images), to(images * 2), to(torch.empty(0))),
+        "two transposed 4 x 5 views into a 2 x 3 `out` (aten lays out a resized `out` as the product)": lambda to: (
+            to(columns).t(), to(columns * 3).t(), to(torch.ones(2, 3))),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
@@ -4153,6 +4288,7 @@ def _mul_out_problems() -> list[str]:
                 inputs = [t for t in (self, other) if t is not out]
                 inputs_before = snapshot(inputs)
                 storage = out.data_ptr() if out.numel() == expected[2].numel() else None  # None: out must grow
+                resized = out.shape != expected[2].shape
                 try:
                     returned = call(arguments)
                 except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
@@ -4183,6 +4319,10 @@ def _mul_out_problems() -> list[str]:
                         as_it_was = torch.equal(values, build_arguments(on_cpu)[2])
                         problems.append(f"on {case}: out {'did not change' if as_it_was else 'holds the wrong values'}"
                                         ": the product must be written into out's own memory, on the device")
+                elif out.stride() != want.stride() and resized:
+                    problems.append(f"on {case}: out holds the product, with strides {list(out.stride())} where aten's "
+                                    f"has {list(want.stride())}: aten lays out an `out` it resizes as it lays out the "
+                                    "product (channels_last inputs, a channels_last `out`)")
                 elif out.stride() != want.stride():
                     problems.append(f"on {case}: out holds the product, with strides {list(out.stride())} where aten's "
                                     f"has {list(want.stride())}: out's memory is written as it is laid out")
@@ -4231,6 +4371,17 @@ def _mul_out_problems() -> list[str]:
                 problems.append("called inside torch.no_grad(), your kernel left grad mode on: a kernel that changes "
                                 "thread-local state restores what it found, not what it expects (lesson 00, section "
                                 "2)")
+    if not problems:  # the same tensors again, after self changed in place: each call reads what they hold now
+        x, y = torch.ones(4).to(device.NAME), torch.full((4,), 3.0).to(device.NAME)
+        out = torch.empty(4).to(device.NAME)
+        call((x, y, out))
+        x.fill_(2.0)
+        call((x, y, out))
+        if not torch.equal(out.cpu(), torch.full((4,), 6.0)):
+            problems.append(f"mul_out(x, y, out=out) with x all 1s and y all 3s, then x.fill_(2.0), then the same call "
+                            f"again: out holds {out.cpu().tolist()}, where x * y is now all 6s: the second call used "
+                            "something the first one kept (a copy of x, by its address?). A kernel reads its arguments "
+                            "as they are at each call")
     if not problems:  # the whole way from Python: the autograd and ADInplaceOrView kernels above yours, then yours
         x, y = torch.randn(3, 4), torch.randn(3, 4)
         out = torch.empty(0).to(device.NAME)

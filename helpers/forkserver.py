@@ -45,10 +45,10 @@ import types
 
 VARIABLE = "WORKBOOK_FORKSERVER"  # the session's server's socket
 SWITCH = "WORKBOOK_FORK"  # "0": no server, every fresh process a new Python
-# torch, and what opcheck, torch.export, AOTInductor's loader and the JIT builds (cpp_extension, which imports
-# setuptools) import on first use (seconds together, here once).
-PRELOAD = ("torch", "torch._dynamo", "torch._functorch.aot_autograd", "torch.export._trace", "torch._inductor.package",
-           "torch.utils.cpp_extension")
+# torch, and what opcheck (its tests), torch.export, Inductor's compiler (torch.compile, AOTInductor), AOTInductor's
+# loader and the JIT builds (cpp_extension, which imports setuptools) import on first use (seconds together, here once).
+PRELOAD = ("torch", "torch._dynamo", "torch._functorch.aot_autograd", "torch.testing._internal.optests",
+           "torch.export._trace", "torch._inductor.compile_fx", "torch._inductor.package", "torch.utils.cpp_extension")
 
 
 # A GPU's device files: NVIDIA's, and AMD's (ROCm).

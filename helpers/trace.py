@@ -305,12 +305,16 @@ def _python_handler(op, args, kwargs) -> tuple[str, C.DispatchKeySet | None]:
     return " -> ".join(labels) or "nothing: no mode, no subclass", EMPTY_KEYSET
 
 
+QUANTIZED_DTYPES = (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4)
+
+
 def _backend_selected(op, keys: Keyset, args, kwargs) -> C.DispatchKeySet:
     """The keyset a BackendSelect kernel hands the call on with. Such kernels exist for operators that take a device,
     layout and dtype (factory functions: torch.empty, torch.ones): the kernel computes the backend key from those
-    arguments, c10::computeDispatchKey (CPU where no device is given: torch.set_default_device sets the argument
-    of torch's Python functions, such as torch.empty, not this default), and redispatches with that key alone,
-    or, where the operator also takes tensors, with their keys and the thread's include set too, less its exclude set
+    arguments, c10::computeDispatchKey in c10/core/TensorOptions.h (CPU where no device is given:
+    torch.set_default_device sets the argument of torch's Python functions, such as torch.empty, not this default; a
+    quantized dtype on a strided layout: the device's Quantized key), and redispatches with that key alone, or, where
+    the operator also takes tensors, with their keys and the thread's include set too, less its exclude set
     (torchgen/gen.py, ComputeBackendSelect)."""
     schema = op._schema if not isinstance(op, str) else C._get_schema(*(op_name(op).split(".") + [""])[:2])
     given = {argument.name: value for argument, value in zip(schema.arguments, args)} | kwargs
@@ -323,7 +327,9 @@ def _backend_selected(op, keys: Keyset, args, kwargs) -> C.DispatchKeySet:
         backend = f"SparseCsr{backend}"
     elif layout == torch._mkldnn:
         backend = "MkldnnCPU"
-    selected = C.DispatchKeySet(C._parse_dispatch_key(backend))
+    elif given.get("dtype") in QUANTIZED_DTYPES:  # c10's isQIntType
+        backend = f"Quantized{backend}"
+    selected = C.DispatchKeySet(getattr(C.DispatchKey, backend))
     if keys.from_tensors == EMPTY_KEYSET:
         return selected
     return (selected | keys.from_tensors | keys.tls_include) - keys.tls_exclude

@@ -171,10 +171,12 @@ def test_the_log_is_handed_only_to_a_library_of_the_same_layout(workbook):
         torch.ops.workbook_trace.log_address(2)
 
 
-@pytest.mark.parametrize("layout, backend", [(torch.strided, "Meta"), (torch.sparse_coo, "SparseMeta")])
-def test_a_factory_call_goes_from_backend_select_to_the_backend_of_its_arguments(layout, backend):
+@pytest.mark.parametrize("layout, dtype, device, backend", [
+    (torch.strided, None, "meta", "Meta"), (torch.sparse_coo, None, "meta", "SparseMeta"),
+    (torch.strided, torch.qint8, "cpu", "QuantizedCPU")])
+def test_a_factory_call_goes_from_backend_select_to_the_backend_of_its_arguments(layout, dtype, device, backend):
     # A kernel of ours at that backend, for one of aten's factory functions: it runs only if BackendSelect's kernel
-    # hands the call on to the backend the device and layout arguments name.
+    # hands the call on to the backend the device, layout and dtype arguments name.
     ran = []
 
     def zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None):
@@ -184,7 +186,7 @@ def test_a_factory_call_goes_from_backend_select_to_the_backend_of_its_arguments
     library = torch.library.Library("aten", "IMPL")
     library.impl("zeros", zeros, backend)
     try:
-        t = trace.call(torch.ops.aten.zeros.default, [2], layout=layout, device="meta")
+        t = trace.call(torch.ops.aten.zeros.default, [2], layout=layout, dtype=dtype, device=device)
         assert t.predicted_path == ["BackendSelect", backend] and ran == [backend], t
     finally:
         library._destroy()

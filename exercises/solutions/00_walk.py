@@ -3,13 +3,13 @@
 Write `kernels(op, *args, **kwargs)`: the dispatch keys whose kernels the dispatcher calls for op(*args, **kwargs), here
 and now, highest priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not
 helpers.trace. The check compares your list with the dispatcher's for aten's and the workbook's operators and operators
-defined from Python, composite, in-place and view ones, factory functions (given a device or a layout, or neither) and
-an operator with no tensor argument at all included, on CPU, meta, sparse (COO and CSR) and conjugated complex tensors,
-mixed ones, lists of them and tensors given by keyword, inside torch.no_grad(), torch.inference_mode(),
-torch.autocast("cpu"), torch.device("meta"), a TorchDispatchMode that hands each call on (what a mode such as
-FakeTensorMode does with a call is its own Python code: lesson 10) and torch._C._AutoDispatchBelowADInplaceOrView(), and
-for two calls made again after a registration changed their operators (one of them aten's). Asking must not make the
-call.
+defined from Python, composite, in-place and view ones, factory functions (given a device, a layout or a quantized
+dtype, or neither) and an operator with no tensor argument at all included, on CPU, meta, sparse (COO and CSR) and
+conjugated complex tensors, mixed ones, lists of them and tensors given by keyword, inside torch.no_grad(),
+torch.inference_mode(), torch.autocast("cpu"), torch.device("meta"), a TorchDispatchMode that hands each call on (what a
+mode such as FakeTensorMode does with a call is its own Python code: lesson 10),
+torch._C._AutoDispatchBelowADInplaceOrView() and a level of torch.func.vmap (as torch.func's transforms enter), and for
+two calls made again after a registration changed their operators (one of them aten's). Asking must not make the call.
 """
 
 import torch
@@ -29,15 +29,18 @@ def is_backend(key) -> bool:
 
 
 def backend_selected(op, args, kwargs, from_tensors) -> "C.DispatchKeySet":
-    """What a BackendSelect kernel hands the call on with: the backend key of the device and layout arguments (CPU
-    where no device is given), with the tensors' keys where there are any (torchgen/gen.py, ComputeBackendSelect)."""
+    """What a BackendSelect kernel hands the call on with: the backend key of the device, layout and dtype arguments
+    (CPU where no device is given; c10::computeDispatchKey), with the tensors' keys where there are any
+    (torchgen/gen.py, ComputeBackendSelect)."""
     given = {**dict(zip((argument.name for argument in op._schema.arguments), args)), **kwargs}
     device = torch.device(given.get("device") or "cpu")
     backend = C._dispatch_key_for_device(device.type)
     layout = given.get("layout") or torch.strided
     if layout != torch.strided:
         backend = {torch.sparse_coo: "Sparse", torch._mkldnn: "Mkldnn"}.get(layout, "SparseCsr") + backend
-    selected = C.DispatchKeySet(C._parse_dispatch_key(backend))
+    elif given.get("dtype") in (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4):
+        backend = "Quantized" + backend  # a quantized dtype: the device's Quantized key
+    selected = C.DispatchKeySet(getattr(C.DispatchKey, backend))
     if from_tensors.highestPriorityTypeId() == C.DispatchKey.Undefined:
         return selected
     return (selected | from_tensors | C._dispatch_tls_local_include_set()) - C._dispatch_tls_local_exclude_set()

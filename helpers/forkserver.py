@@ -42,13 +42,14 @@ import sys
 import tempfile
 import traceback
 import types
+import weakref
 
 VARIABLE = "WORKBOOK_FORKSERVER"  # the session's server's socket
 SWITCH = "WORKBOOK_FORK"  # "0": no server, every fresh process a new Python
-# torch, and what opcheck (its tests), torch.export, Inductor's compiler (torch.compile, AOTInductor), AOTInductor's
-# loader and the JIT builds (cpp_extension, which imports setuptools) import on first use (seconds together, here once).
-PRELOAD = ("torch", "torch._dynamo", "torch._functorch.aot_autograd", "torch.testing._internal.optests",
-           "torch.export._trace", "torch._inductor.compile_fx", "torch._inductor.package", "torch.utils.cpp_extension")
+# torch, and what opcheck, torch.export, AOTInductor's loader and the JIT builds (cpp_extension, which imports
+# setuptools) import on first use (seconds together, here once).
+PRELOAD = ("torch", "torch._dynamo", "torch._functorch.aot_autograd", "torch.export._trace", "torch._inductor.package",
+           "torch.utils.cpp_extension")
 
 
 # A GPU's device files: NVIDIA's, and AMD's (ROCm).
@@ -176,6 +177,12 @@ def _serve(address: str, preload: list[str]) -> None:
     # writes into each, so a child's first one copied the server's whole heap (a quarter of a second of a check that
     # calls gc.collect(); tests/test_forkserver.py). A child's own objects are collected as usual.
     gc.freeze()
+    # What the imports made that Python finalizes at its exit (torch.library's Library objects, two hundred of them,
+    # each taken out of the dispatcher's tables: 30 ms of CPU time, a third of a quick check's) is the server's: a
+    # child's exit runs only the finalizers of what the child made. Nothing a child or its caller sees changes: the
+    # child ends right after (tests/test_forkserver.py compares a child's output with a new Python's).
+    for finalizer in list(weakref.finalize._registry):  # noqa: SLF001 - the registry of every live finalize
+        finalizer.atexit = False
     # One loop, no thread: each child is forked from this process, and watched through two descriptors, its client's
     # connection (readable: the client is gone, kill the child) and its pidfd (readable: it exited, send the code).
     children: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (connection, pid)

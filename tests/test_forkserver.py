@@ -25,6 +25,8 @@ PROGRAMS = {
     "__main__, argv, sys.path[0], cwd": "import os, sys; print(__name__, sys.argv, repr(sys.path[0]), os.getcwd())",
     "the environment": "import os; print(os.environ['WORKBOOK_TEST_VARIABLE'])",
     "an atexit handler": "import atexit; atexit.register(print, 'at exit'); print('main')",
+    "a finalizer at exit": ("import weakref\nclass Kept: pass\nkept = Kept()\n"
+                            "weakref.finalize(kept, print, 'finalized at exit'); print('main')"),
     "no workbook module": "import sys; print([name for name in ('helpers', 'exercises') if name in sys.modules])",
 }
 
@@ -149,6 +151,14 @@ def test_a_childs_collections_walk_its_own_objects_only():
     program = ("import gc, weakref\nclass Node: pass\nnode = Node(); node.me = node; alive = weakref.ref(node)\n"
                "del node; gc.collect(); print(gc.get_freeze_count() > 100_000, alive() is None)")
     assert isolated.run(program).stdout == "True True\n"
+
+
+@with_the_sessions_server
+def test_a_childs_exit_finalizes_only_what_the_child_made():
+    # torch's import makes two hundred Library objects that Python finalizes at exit (each taken out of the
+    # dispatcher's tables): the server's, not run again at each child's exit. The child's own still are (PROGRAMS).
+    program = "import weakref; print(sum(finalizer.atexit for finalizer in weakref.finalize._registry))"
+    assert isolated.run(program).stdout == "0\n"
 
 
 def preloaded(run) -> str:

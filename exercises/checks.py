@@ -434,7 +434,7 @@ _ALIAS_TYPES = {"x": "Tensor", "lo": "float", "hi": "float", "min": "Tensor", "m
 @exercise("01.alias_annotations", "hard")
 def alias_annotations(path: Path) -> Result:
     answer = load_python(path)
-    problems = []
+    problems, defined = [], []  # (name, operator, truth, its context) of each schema torch took, nothing broken
     for name, truth in ALIAS_OPS.items():
         schema_text, tags = answer.SCHEMAS.get(name, ""), tuple(answer.TAGS.get(name, ()))
         if not schema_text.startswith(f"{name}("):
@@ -457,6 +457,8 @@ def alias_annotations(path: Path) -> Result:
             problems += broken
             continue
         torch.library.register_fake(f"exercise::{name}", truth.fake, lib=library)
+        defined.append((name, op, truth, context))  # the context kept: dropped, it would remove the operator
+    for name, op, truth, _ in defined if not problems else ():  # opcheck, the slow part, once every schema reads right
         tests = ("test_schema", "test_faketensor") + (("test_aot_dispatch_dynamic",) if truth.compiles else ())
         for args, kwargs in truth.samples():
             results = torch.library.opcheck(op, args, kwargs, test_utils=tests, raise_exception=False)
@@ -2941,11 +2943,6 @@ def fake_kernel(path: Path) -> Result:
                                      f"{list(fake_out.stride())}, the real kernel's differ in dimension(s) "
                                      f"{', '.join(map(str, wrong))}: compiled code lays out memory by the fake's "
                                      "strides (lesson 06, sections 1 and 3)")
-            results = torch.library.opcheck(op, (a, b), raise_exception=False)
-            failed = [test for test, outcome in results.items() if outcome != "SUCCESS"]
-            if failed:
-                return Result(False, f"{inputs} ({strides}): opcheck's {', '.join(failed)} failed: the fake output "
-                                     "must match the real one's shape, dtype, device and strides")
         for a, b in [(torch.randn(3, 4), torch.randn(5, 4)), (torch.randn(2, 3), torch.randn(3, 2)),
                      (torch.randn(4), torch.randn(5)), (torch.randn(3), torch.randn(3, 4)),
                      (torch.randn(3, 4), torch.randn(3))]:  # shapes the real kernel refuses
@@ -2961,10 +2958,18 @@ def fake_kernel(path: Path) -> Result:
                     ("two channels_last float32 tensors", channels_last, None),
                     ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
                     ("an int32 and a float32 tensor", torch.arange(6, dtype=torch.int32), torch.float32)]
-        return (_specialized_sizes(op, symbolic, path, "lesson 06, section 5") or _stack_unbacked(op, path)
-                or _stack_sizes_compared(op, path)) or Result(
-            True, "shape, dtype, device and strides match the real kernel's, for every input, and symbolic sizes stay "
-                  "symbolic, an unknown one too")
+        if told := (_specialized_sizes(op, symbolic, path, "lesson 06, section 5") or _stack_unbacked(op, path)
+                    or _stack_sizes_compared(op, path)):
+            return told
+        for a, b in cases:  # last, as the slowest: torch's own tests of the operator, compiled ones included
+            results = torch.library.opcheck(op, (a, b), raise_exception=False)
+            if failed := [test for test, outcome in results.items() if outcome != "SUCCESS"]:
+                inputs = (f"for two {a.dtype} tensors" if a.dtype == b.dtype else
+                          f"for a {a.dtype} and a {b.dtype} tensor") + f" of shape {list(a.shape)}"
+                return Result(False, f"{inputs} (strides {list(a.stride())}): opcheck's {', '.join(failed)} failed: "
+                                     "the fake output must match the real one's shape, dtype, device and strides")
+        return Result(True, "shape, dtype, device and strides match the real kernel's, for every input, and symbolic "
+                            "sizes stay symbolic, an unknown one too")
 
 
 def _vmap_rule_cases() -> list[tuple]:
@@ -4972,13 +4977,7 @@ def dynamic_fake(path: Path) -> Result:
     with operator("positives(Tensor x) -> Tensor", lambda x: x[x > 0]) as library:
         torch.library.register_fake("exercise::positives", answer.fake, lib=library)
         op = torch.ops.exercise.positives.default
-        for what, x in samples:
-            results = torch.library.opcheck(op, (x,), test_utils=("test_schema", "test_faketensor"),
-                                            raise_exception=False)
-            if failed := next(((test, outcome) for test, outcome in results.items() if outcome != "SUCCESS"), None):
-                first = str(failed[1]).strip().splitlines()[0][:240] if str(failed[1]).strip() else ""
-                return Result(False, f"on {what}: opcheck's {failed[0]} failed: {first}{hint}")
-        if problem := _positives_on_symbolic_sizes(op, path):
+        if problem := _positives_on_symbolic_sizes(op, path):  # the quick cases first, opcheck's after them
             return Result(False, problem + hint)
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
@@ -5002,6 +5001,13 @@ def dynamic_fake(path: Path) -> Result:
                                  f"{list(claimed.shape)} for a 2 x 3 x: a size it cannot know, which compiled code "
                                  f"then relies on. Let torch's refusal through: Dynamo breaks the graph there and runs "
                                  f"the call eagerly{hint}")
+        for what, x in samples:
+            results = torch.library.opcheck(op, (x,), test_utils=("test_schema", "test_faketensor"),
+                                            raise_exception=False)
+            if failed := next(((test, outcome) for test, outcome in results.items() if outcome != "SUCCESS"), None):
+                first = str(failed[1]).strip().splitlines()[0][:240] if str(failed[1]).strip() else ""
+                return Result(False, f"on {what}: opcheck's {failed[0]} failed: {first}{hint}")
+
 
         class Doubled(torch.nn.Module):
             def forward(self, x):

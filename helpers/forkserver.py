@@ -42,14 +42,16 @@ import sys
 import tempfile
 import traceback
 import types
+import warnings
 import weakref
 
 VARIABLE = "WORKBOOK_FORKSERVER"  # the session's server's socket
 SWITCH = "WORKBOOK_FORK"  # "0": no server, every fresh process a new Python
-# torch, and what opcheck, torch.export, AOTInductor's loader and the JIT builds (cpp_extension, which imports
-# setuptools) import on first use (seconds together, here once).
+# torch, and what opcheck, torch.export, AOTInductor's loader, the JIT builds (cpp_extension, which imports
+# setuptools) and forward-mode AD (its decompositions, JIT-scripted at import: 0.14 s) import on first use (seconds
+# together, here once).
 PRELOAD = ("torch", "torch._dynamo", "torch._functorch.aot_autograd", "torch.export._trace", "torch._inductor.package",
-           "torch.utils.cpp_extension")
+           "torch.utils.cpp_extension", "torch._decomp.decompositions_for_jvp")
 
 
 # A GPU's device files: NVIDIA's, and AMD's (ROCm).
@@ -170,8 +172,10 @@ def _serve(address: str, preload: list[str]) -> None:
     os.rename(address + ".starting", address)
     # cpp_extension warns at import, on a machine without CUDA, that it found none: once here, for no child.
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
-    for module in preload:
-        importlib.import_module(module)
+    with warnings.catch_warnings():  # the JIT's deprecation warning at that import: the server's, not a child's
+        warnings.simplefilter("ignore", FutureWarning)
+        for module in preload:
+            importlib.import_module(module)
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.NOTSET)
     # What the imports made, kept out of every child's garbage collections: a full collection walks every object and
     # writes into each, so a child's first one copied the server's whole heap (a quarter of a second of a check that

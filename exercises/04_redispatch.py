@@ -6,11 +6,12 @@ how, in C++ and in Python). As written, Scale2's forward calls the operator agai
 Autograd kernel, forever. Fix forward so that the call runs the operator's kernels below autograd, once, on the call's
 own backend. The check calls it on CPU, meta and sparse tensors, with and without requires_grad, twice, and inside a
 TorchDispatchMode, which must see the call; then on a nested and an mkldnn tensor, whose Autograd keys are not a
-backend's (lesson 03, section 2), on a complex tensor, its conjugate and a negative view, on a sparse CSR tensor, which
-no kernel takes, on a dual tensor (forward-mode AD: the right tangent, or a refusal), on a tensor subclass with
-`__torch_dispatch__` (torch's TwoTensor), and from two threads at once. Each call, the refused one too, must leave the
-thread's dispatch state as it found it, and backward must stay differentiable (create_graph=True), keep nothing it does
-not need (x may change after the call), and leave no cycle that keeps the output alive.
+backend's (lesson 03, section 2), on a complex tensor (its gradient too, under a loss that gives the output a complex
+one), its conjugate and a negative view, on a sparse CSR tensor, which no kernel takes, on a dual tensor (forward-mode
+AD: the right tangent, or a refusal), on a tensor subclass with `__torch_dispatch__` (torch's TwoTensor), and from two
+threads at once. Each call, the refused one too, must leave the thread's dispatch state as it found it, and backward
+must stay differentiable (create_graph=True), keep nothing it does not need (x may change after the call), and leave no
+cycle that keeps the output alive.
 """
 
 import torch

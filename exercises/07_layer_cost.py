@@ -8,11 +8,12 @@ hands you made-up timers, and counts your calls: a steady machine, one that slow
 quiet ones with small layers (20 ns and 5 ns), and four where the layer costs nothing, one of them noisy, one whose
 timer counts whole steps, and one where the second call of a round runs faster than the first, whichever side it times
 (over 15 rounds and over 9); over an odd and an even number of rounds; and two measurements at once, in two threads. The
-timers are called as the caller would call them (its autocast region, grad and inference mode as they are), and a
-timer's error passes through. A measurement leaves the process's settings (garbage collection: on or off, its
-thresholds, frozen objects; torch's threads; Python's, numpy's and torch's random numbers, CUDA's seeds included; the
-process's priority; the interpreter's thread switch interval; the CPUs the process may run on) as it found them, when a
-timer raises too.
+timers are called as the caller would call them (its autocast region, grad and inference mode, anomaly detection as they
+are), and a timer's error passes through. A measurement leaves the process's settings (garbage collection: on or off,
+its thresholds, frozen objects; torch's threads; Python's, numpy's and torch's random numbers, CUDA's seeds included;
+the process's priority; the interpreter's thread switch interval; the CPUs the process may run on; whether denormal
+numbers flush to zero; cuDNN's flags, deterministic algorithms, float32 matmul precision, anomaly detection) as it found
+them, when a timer raises too.
 """
 
 import statistics

@@ -1210,7 +1210,12 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                             "differentiable: a backward that detaches them, or computes outside autograd, stops there")
     if not problems and (told := _complex_gradients(lambda x, other: op(x.clone(), other),
                                                     lambda x, other: x.clone().add_(other), ("x", "other"),
-                                                    "x.clone().add_(other)") or _inplace_tangent_kept(op)):
+                                                    "x.clone().add_(other)")
+                         or _complex_gradients(lambda x, other: op(x.clone(), other.conj()),
+                                               lambda x, other: x.clone().add_(other.conj()),
+                                               ("x", "other (given as other.conj(), lazily conjugated)"),
+                                               "x.clone().add_(other.conj())")
+                         or _inplace_tangent_kept(op)):
         problems.append(told)
     return problems
 
@@ -1885,6 +1890,22 @@ def _cube_outputs_freed(cube) -> str | None:
     return None
 
 
+def _cube_gradients_owned(cube) -> str | None:
+    """Each backward's gradient is the caller's: a second backward (the next example's, in a per-example loop) leaves
+    the first one's as it was. (.grad hides a gradient written again: AccumulateGrad copies what backward returns.)"""
+    a, b = torch.tensor([1.0, 2.0, 3.0], requires_grad=True), torch.tensor([5.0, 5.0, 5.0], requires_grad=True)
+    (first,) = torch.autograd.grad(cube(a).sum(), a)
+    kept = first.clone()
+    torch.autograd.grad(cube(b).sum(), b)
+    if not torch.equal(first, kept):
+        return (f"torch.autograd.grad(cube(a).sum(), a), a = [1, 2, 3], gave {kept.tolist()}; after a second backward, "
+                f"of cube(b).sum() with b = [5, 5, 5], that first gradient, still the caller's, reads "
+                f"{first.tolist()}: your backward hands back a tensor it keeps, and writes it again at the next call "
+                "(per-example gradients, a GradScaler's unscaling, threads: each gets another's). What backward "
+                "returns is the caller's alone: nothing keeps it to write again (lesson 04, section 1).")
+    return None
+
+
 @exercise("04.backward", "medium")
 def backward(path: Path) -> Result:
     answer = load_python(path)
@@ -1901,7 +1922,7 @@ def backward(path: Path) -> Result:
         if not torch.autograd.gradgradcheck(cube, (x,), raise_exception=False):
             return Result(False, f"gradgradcheck failed ({_CUBE_DIFFERENTIABLE}; section 2)")
         if problem := (_cube_third_derivative(cube) or _cube_saves_through_autograd(cube)
-                       or _cube_outputs_freed(cube)):
+                       or _cube_outputs_freed(cube) or _cube_gradients_owned(cube)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -1982,7 +2003,8 @@ def redispatch(path: Path) -> Result:
             time.sleep(0)  # another thread may run now, while this call is below autograd (_keyset_kept_apart)
             ran.append(key)
             given.append(type(x).__name__)
-            conjugate_bit.append(x.is_conj() or x.is_neg())  # a kernel that reads memory needs their fallbacks first
+            # A kernel that reads memory needs their fallbacks first: conjugate and negative views, a ZeroTensor.
+            conjugate_bit.append(x.is_conj() or x.is_neg() or x._is_zerotensor())
             with torch._C._AutoDispatchBelowAutograd():  # as a C++ kernel computes: no autograd inside, no tangent
                 return torch.empty_like(x) if key == "Meta" else x * 2
         return run
@@ -2022,7 +2044,10 @@ def redispatch(path: Path) -> Result:
                   ("a conjugated complex CPU tensor (lazily: it carries the Conjugate key)",
                    lambda: complex_values.clone().conj(), nullcontext, "CPU"),
                   ("the imaginary part of a conjugate, a float32 view that carries the Negative key",
-                   lambda: (values * 1j).conj().imag, nullcontext, "CPU")]
+                   lambda: (values * 1j).conj().imag, nullcontext, "CPU"),
+                  ("a ZeroTensor (torch._efficientzerotensor: what autograd hands on for a gradient or tangent known "
+                   "to be zero; it carries the ZeroTensor key, and has no memory of its own)",
+                   lambda: torch._efficientzerotensor(3), nullcontext, "CPU")]
         for what, make, context, key in cases:
             x = make()
             ran.clear()
@@ -2080,17 +2105,20 @@ def redispatch(path: Path) -> Result:
                                      "mode's Python key).\nLook again at lesson 00, section 2 (thread-local state), "
                                      f"and {_PASSING_ON}")
             if any(conjugate_bit):
-                bit, key_skipped = ("conjugate", "Conjugate") if x.is_conj() else ("negative", "Negative")
+                bit, key_skipped = (("conjugate", "Conjugate") if x.is_conj() else ("zero", "ZeroTensor")
+                                    if x._is_zerotensor() else ("negative", "Negative"))
                 return Result(False, f"on {what}, scale2's {key} kernel received x with its {bit} bit set: the "
                                      f"call below autograd skipped the {key_skipped} key, which the call's keyset "
-                                     "holds (its fallback makes the view real before a kernel that reads memory "
-                                     f"does). The keyset handed on must be this call's own.\nLook again at "
+                                     "holds (its fallback hands a kernel that reads memory a tensor whose memory "
+                                     f"holds the values). The keyset handed on must be this call's own.\nLook again at "
                                      f"{_PASSING_ON}")
             if out.device.type == "meta":
                 continue
             dense = out.detach().unbind()[0] if out.is_nested else out.detach().to_dense()
             viewed = x.is_complex() or x.is_neg()  # conjugate and negative views: 2x as it reads, resolved
-            if not torch.equal(dense, 2 * x.detach().resolve_conj().resolve_neg() if viewed else values * 2):
+            want = (torch.zeros(3) if x._is_zerotensor() else 2 * x.detach().resolve_conj().resolve_neg() if viewed
+                    else values * 2)
+            if not torch.equal(dense, want):
                 return Result(False, f"on {what}: scale2(x) gave {dense.tolist()}")
             if x.requires_grad and out.grad_fn is None:
                 return Result(False, f"on {what}: the output has no grad_fn: nothing was recorded")
@@ -2293,6 +2321,8 @@ def register_autocast(path: Path) -> Result:
                        or call("inside autocast", activation.short(), weight.short(), torch.int16)
                        or call("inside autocast, a float8_e4m3fn weight (floating point, so eligible)", activation,
                                weight.to(torch.float8_e4m3fn), torch.bfloat16)
+                       or call("inside autocast, a float8_e5m2fnuz weight (floating point, so eligible)", activation,
+                               weight.to(torch.float8_e5m2fnuz), torch.bfloat16)
                        or call("inside autocast", activation.to(torch.complex64), weight.to(torch.complex64),
                                torch.complex64)
                        or refused("inside autocast")
@@ -2456,6 +2486,7 @@ _SUM_SQUARES_IN_REGION = [
     ("a second call in the same region, xs and scale in bfloat16", [_BF16, _BF16], _BF16, _F32),
     ("inside autocast, xs in float32 and scale alone in bfloat16", [_F32, _F32], _BF16, _F32),
     ("inside autocast, xs in float8_e5m2 (floating point, so eligible)", [torch.float8_e5m2] * 2, None, _F32),
+    ("inside autocast, xs in float8_e5m2fnuz (floating point, so eligible)", [torch.float8_e5m2fnuz] * 2, None, _F32),
     ("inside autocast, float64 inputs", [_F64, _F64], _F64, _F64),
 ]
 _SUM_SQUARES_AFTER_REGION = ("after the region, bfloat16 inputs", [_BF16, _BF16], _BF16, _BF16)
@@ -2463,7 +2494,7 @@ _SUM_SQUARES = "exercise05.sum_squares.default"
 _SUM_SQUARES_VALUES = [[1.0, 3.0, 0.1, 250.0], [0.01, 2.0, -0.2, 300.0], [-1.5, 0.5, 7.0, 1.0]]  # xs[0], xs[1], ...
 _SUM_SQUARES_SCALE = [0.5, -2.0, 3.0, 0.001]
 _SUM_SQUARES_RTOL = {_F64: 1e-12, _F32: 1e-5, _BF16: 2e-2, _F16: 2e-2,  # each dtype's precision, with room to round
-                     torch.float8_e5m2: 0.25}
+                     torch.float8_e5m2: 0.25, torch.float8_e5m2fnuz: 0.25}
 
 
 # Per call of sum_squares's Autograd kernel (below autocast): whether AutocastCPU was excluded on the thread then, as
@@ -2832,10 +2863,11 @@ def _specialized_sizes(op, cases: list, path: Path, lesson: str) -> Result | Non
     return None
 
 
-def _stack_sizes_compared(op, path: Path) -> Result | None:
-    """stack2 on fake tensors whose sizes are symbols of their own, a's and b's (torch.export with a Dim for each):
-    the fake kernel must compare them as the real kernel does, so that a guard (or a refusal) says they are equal; a
-    comparison made only where sizes are plain numbers lets through a call the real kernel refuses."""
+def _sizes_compared(op, path: Path, lesson: str) -> Result | None:
+    """A binary operator whose inputs must be of one shape (stack2, workbook_stable::add) on fake tensors whose sizes
+    are symbols of their own, a's and b's (torch.export with a Dim for each): the fake kernel must compare them as the
+    real kernel does, so that a guard (or a refusal) says they are equal; a comparison made only where sizes are plain
+    numbers, or only where they are known to differ, lets through a call the real kernel refuses."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
@@ -2855,8 +2887,7 @@ def _stack_sizes_compared(op, path: Path) -> Result | None:
                              f"kernel returned a tensor and left dimension {apart[0]}'s sizes free to differ: it "
                              "compared no symbolic size (a comparison made only where sizes are plain numbers?). The "
                              "traced program then takes inputs the real kernel refuses, and fails inside it. "
-                             "torch._check "
-                             "compares symbolic sizes too (lesson 06, section 5)")
+                             f"torch._check compares symbolic sizes too ({lesson})")
     return None
 
 
@@ -2959,7 +2990,7 @@ def fake_kernel(path: Path) -> Result:
                     ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
                     ("an int32 and a float32 tensor", torch.arange(6, dtype=torch.int32), torch.float32)]
         if told := (_specialized_sizes(op, symbolic, path, "lesson 06, section 5") or _stack_unbacked(op, path)
-                    or _stack_sizes_compared(op, path)):
+                    or _sizes_compared(op, path, "lesson 06, section 5")):
             return told
         for a, b in cases:  # last, as the slowest: torch's own tests of the operator, compiled ones included
             results = torch.library.opcheck(op, (a, b), raise_exception=False)
@@ -3389,7 +3420,23 @@ def _layer_cost_settings() -> dict:
             "the process's priority (os.nice)": (
                 os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None),
             "the CPUs the process may run on (os.sched_setaffinity)": (
-                os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None)}
+                os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None),
+            "whether denormal numbers flush to zero (torch.set_flush_denormal)": _flushes_denormals(),
+            "cuDNN's benchmark and deterministic flags (torch.backends.cudnn)": (
+                torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic),
+            "torch's deterministic algorithms (torch.use_deterministic_algorithms)": (
+                torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
+            "float32 matmul precision (torch.set_float32_matmul_precision)": torch.get_float32_matmul_precision(),
+            "autograd's anomaly detection (torch.autograd.set_detect_anomaly)": torch.is_anomaly_enabled()}
+
+
+# The settings compared with what they were before the check's first call (the others, before each case's).
+_LAYER_COST_FIRST = ("torch's threads", "the process's priority (os.nice)",
+                     "whether denormal numbers flush to zero (torch.set_flush_denormal)",
+                     "cuDNN's benchmark and deterministic flags (torch.backends.cudnn)",
+                     "torch's deterministic algorithms (torch.use_deterministic_algorithms)",
+                     "float32 matmul precision (torch.set_float32_matmul_precision)",
+                     "autograd's anomaly detection (torch.autograd.set_detect_anomaly)")
 
 
 def _layer_cost_in_threads(answer) -> str | None:
@@ -3529,6 +3576,13 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
     gc.set_threshold(*thresholds)
     torch.set_num_threads(threads)
     sys.setswitchinterval(settings["the interpreter's thread switch interval (sys.setswitchinterval)"])
+    torch.set_flush_denormal(settings["whether denormal numbers flush to zero (torch.set_flush_denormal)"])
+    torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = settings[
+        "cuDNN's benchmark and deterministic flags (torch.backends.cudnn)"]
+    enabled, warn_only = settings["torch's deterministic algorithms (torch.use_deterministic_algorithms)"]
+    torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+    torch.set_float32_matmul_precision(settings["float32 matmul precision (torch.set_float32_matmul_precision)"])
+    torch.autograd.set_detect_anomaly(settings["autograd's anomaly detection (torch.autograd.set_detect_anomaly)"])
     if (cpus := settings["the CPUs the process may run on (os.sched_setaffinity)"]) is not None:
         os.sched_setaffinity(0, cpus)
 
@@ -3536,8 +3590,8 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
     answer = load_python(path).layer_cost
-    first = {name: value for name, value in _layer_cost_settings().items()
-             if name in ("torch's threads", "the process's priority (os.nice)")}
+    first = {name: value for name, value in _layer_cost_settings().items()  # before the first call, as the caller had
+             if name in _LAYER_COST_FIRST}
     problems = []
     # A threshold of the reader's own, a fixed number of µs, is caught by two machines: a quiet one where 0.02 µs is a
     # cost, and a noisy one where nothing is, though the median difference is 0.26 µs (seed 6; its first quartile is
@@ -3619,14 +3673,16 @@ def layer_cost(path: Path) -> Result:
 
     def in_the_region(time):  # 5 µs more where the call runs otherwise than the caller makes it
         return lambda: time() + (0.0 if torch.is_autocast_enabled("cpu") and torch.is_grad_enabled()
-                                 and not torch.is_inference_mode_enabled() else 5.0)
+                                 and not torch.is_inference_mode_enabled() and torch.is_anomaly_enabled() else 5.0)
 
-    with torch.autocast("cpu"):
+    with torch.autocast("cpu"), torch.autograd.set_detect_anomaly(True):  # a caller debugging its NaNs
         measured = answer(in_the_region(timer.with_layer), timer.without, rounds=15)
     if not (isinstance(measured, tuple) and abs(measured[0] - 0.4) < 0.1):
-        return Result(False, f"called inside an autocast region, with a timer whose call runs differently outside it: "
-                             f"you report {_shown(measured)}, where the layer costs 0.40 µs: the timers ran where the "
-                             "caller's thread-local state (the region, grad mode, guards) is not, in another thread? "
+        return Result(False, f"called inside an autocast region with anomaly detection on, with a timer whose call "
+                             f"runs differently outside them: you report {_shown(measured)}, where the layer costs "
+                             "0.40 µs: the timers ran where the caller's state (the region, grad mode, anomaly "
+                             "detection, guards) is not, in another "
+                             "thread, or with a setting changed? "
                              "A timer times a call as the caller would make it, on the caller's thread")
     if (changed := _layer_cost_settings_changed(answer, first)) and changed.startswith("a timer raised"):
         return Result(False, changed)
@@ -3764,6 +3820,11 @@ def load_before_aoti(path: Path) -> Result:
             for _ in range(4):  # a server: one call per request, on one file
                 answer.run(model_pt2, x)
             print("MAPPED", json.dumps({{"grew": models_mapped() - before}}))
+            before = models_mapped()
+            for _ in range(3):  # a server of two models, a request for each in turn
+                for served in (first, model_pt2):
+                    answer.run(served, x)
+            print("IN TURN", json.dumps({{"grew": models_mapped() - before}}))
             before = models_mapped(kept_only=True)
             for release in {[str(release) for release in releases]!r}:  # releases deployed over one file in turn
                 shutil.copyfile(release, model_pt2)
@@ -3794,9 +3855,9 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
-    one_row, float64, int64, no_grad, mapped, releases = (
+    one_row, float64, int64, no_grad, mapped, in_turn, releases = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
-        for name in ("ONE ROW", "FLOAT64", "INT64", "NO GRAD", "MAPPED", "RELEASES"))
+        for name in ("ONE ROW", "FLOAT64", "INT64", "NO GRAD", "MAPPED", "IN TURN", "RELEASES"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -3853,6 +3914,13 @@ def load_before_aoti(path: Path) -> Result:
                              "(/proc/self/maps shows it '(deleted)'), so a server that calls run() once a request "
                              "grows until memory runs out. A file's model is loaded once, and again only when its "
                              f"contents change.{hint}.")
+    if in_turn and in_turn[0]["grew"]:
+        return Result(False, f"in the fresh Python, run() on two files in turn, three times each (a server of two "
+                             f"models, a request for each in turn): {in_turn[0]['grew']} more compiled models' "
+                             "libraries stayed mapped in the process: run() loaded a package again when the other file "
+                             "was asked for (it keeps the model served last, not one per file?), and a library stays "
+                             "mapped after its model is dropped. A file's model is loaded once, and again only when "
+                             f"its contents change.{hint}.")
     if releases and releases[0]["grew"] > 1:
         return Result(False, f"in the fresh Python, four releases deployed in turn over one model.pt2, run() called "
                              f"after each: {releases[0]['grew']} more compiled models stayed loaded in the "
@@ -3953,7 +4021,8 @@ def stable_autograd(path: Path) -> Result:
     symbolic = [("two float32 tensors", torch.randn(3, 4), None),
                 ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
                 ("two int32 tensors", torch.arange(12, dtype=torch.int32).view(3, 4), None)]
-    if problem := _specialized_sizes(op, symbolic, path, "lesson 08, section 2, and lesson 06, section 5"):
+    lesson = "lesson 08, section 2, and lesson 06, section 5"
+    if problem := _specialized_sizes(op, symbolic, path, lesson):
         return problem
     for what, a, b in _stable_add_refused():
         try:
@@ -3978,6 +4047,8 @@ def stable_autograd(path: Path) -> Result:
                              "its CPU kernels check.")
     # A meta tensor beside a CPU one: the call goes to the Meta key, the fake kernel's, where the CPU kernel refuses
     # an argument on another device.
+    if problem := _sizes_compared(op, path, lesson):  # the same refusal, on sizes that are symbols
+        return problem
     for what, a, b in (("a meta `self` and a CPU `other`", torch.ones(3, 4, device="meta"), torch.ones(3, 4)),
                        ("a CPU `self` and a meta `other`", torch.ones(3, 4), torch.ones(3, 4, device="meta"))):
         try:
@@ -4204,6 +4275,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             lambda to: (to(images), to(images * 2), to(torch.empty(0))),
         "two transposed 4 x 5 views into a 2 x 3 `out` (aten lays out a resized `out` as the product)": lambda to: (
             to(columns).t(), to(columns * 3).t(), to(torch.ones(2, 3))),
+        "two 2 x 2 tensors into an `out` that is a view at offset 5 of 14 elements (resized where it is)": lambda to: (
+            to(x[:2, :2].clone()), to(y[:2, :2].clone()), to(torch.zeros(14))[5:]),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
@@ -4324,6 +4397,10 @@ def _mul_out_problems() -> list[str]:
                         as_it_was = torch.equal(values, build_arguments(on_cpu)[2])
                         problems.append(f"on {case}: out {'did not change' if as_it_was else 'holds the wrong values'}"
                                         ": the product must be written into out's own memory, on the device")
+                elif out.storage_offset() != want.storage_offset():
+                    problems.append(f"on {case}: out holds the product, at offset {out.storage_offset()} of its "
+                                    f"storage, where aten's is at {want.storage_offset()}: an `out` is resized where "
+                                    "it is, and the caller's other views of that memory see the product there")
                 elif out.stride() != want.stride() and resized:
                     problems.append(f"on {case}: out holds the product, with strides {list(out.stride())} where aten's "
                                     f"has {list(want.stride())}: aten lays out an `out` it resizes as it lays out the "

@@ -1215,7 +1215,10 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                                                lambda x, other: x.clone().add_(other.conj()),
                                                ("x", "other (given as other.conj(), lazily conjugated)"),
                                                "x.clone().add_(other.conj())")
-                         or _inplace_tangent_kept(op)):
+                         or _tangent_kept(lambda make_dual: op(make_dual(torch.ones(3), torch.ones(3)).clone(),
+                                                               make_dual(torch.full((3,), 2.0), torch.full((3,), 2.0))),
+                                          "y = x.clone(), x of tangent [1, 1, 1], and other of tangent [2, 2, 2], "
+                                          "add_(y, other)", 3.0, "AddInPlace")):
         problems.append(told)
     return problems
 
@@ -1381,27 +1384,25 @@ def _complex_gradients(call, reference, names: tuple[str, ...], formula: str) ->
     return None
 
 
-def _inplace_tangent_kept(op) -> str | None:
-    """add_ on dual tensors (forward-mode AD, torch.autograd.forward_ad): x's tangent becomes x's plus other's, or the
-    call refuses (AddInPlace has no jvp, and Function.apply says so). The kernels below autograd, like C++ ones, carry
-    no tangent: a call that goes below autograd past AddInPlace leaves x's tangent as it was, without a word."""
+def _tangent_kept(call, given: str, want: float, function: str) -> str | None:
+    """`call(make_dual)`, made inside a dual level (forward-mode AD, torch.autograd.forward_ad), returns a tensor whose
+    tangent must be `want` in every element, or the call refuses (`function` has no jvp, and Function.apply says so).
+    The kernels below autograd, like C++ ones, carry no tangent: a call that goes below autograd past `function` drops
+    it without a word."""
     import torch.autograd.forward_ad as forward_ad
 
     with forward_ad.dual_level():
-        x = forward_ad.make_dual(torch.ones(3), torch.ones(3))
-        other = forward_ad.make_dual(torch.full((3,), 2.0), torch.full((3,), 2.0))
-        y = x.clone()
         try:
-            op(y, other)
+            out = call(forward_ad.make_dual)
         except (NotImplementedError, RuntimeError):
             return None  # refused: no jvp
-        tangent = forward_ad.unpack_dual(y).tangent
-    if tangent is None or not torch.equal(tangent, torch.full((3,), 3.0)):
+        tangent = forward_ad.unpack_dual(out).tangent
+    if tangent is None or not torch.equal(tangent, torch.full((3,), want)):
         shown = "None" if tangent is None else tangent.tolist()
-        return (f"on dual tensors (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp), y = x.clone() of "
-                f"tangent [1, 1, 1] and other of tangent [2, 2, 2], y's tangent after add_(y, other) is {shown}, where "
-                "x + other's is [3, 3, 3]: the call went below autograd without AddInPlace (which refuses forward "
-                "mode: it has no jvp), and the kernels there, like C++ kernels, carry no tangent")
+        return (f"on {given} (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp), the output's tangent is "
+                f"{shown}, where it is [{want:g}, {want:g}, {want:g}]: the call went below autograd without {function} "
+                "(which refuses forward mode: it has no jvp), and the kernels there, like C++ kernels, carry no "
+                "tangent")
     return None
 
 
@@ -1969,28 +1970,6 @@ def _scale2_saves_nothing(op) -> str | None:
     return None
 
 
-def _scale2_tangent_kept(op) -> str | None:
-    """scale2 on a dual tensor (forward-mode AD, torch.autograd.forward_ad): the output's tangent is 2 * x's, or the
-    call refuses (Scale2 has no jvp, and Function.apply says so). The kernels below autograd, like C++ ones, carry no
-    tangent: a call that goes below autograd past Scale2 drops it without a word."""
-    import torch.autograd.forward_ad as forward_ad
-
-    with forward_ad.dual_level():
-        dual = forward_ad.make_dual(torch.ones(3), torch.full((3,), 5.0))
-        try:
-            out = op(dual)
-        except (NotImplementedError, RuntimeError):
-            return None  # refused: no jvp
-        tangent = forward_ad.unpack_dual(out).tangent
-    if tangent is None or not torch.equal(tangent, torch.full((3,), 10.0)):
-        shown = "None" if tangent is None else tangent.tolist()
-        return (f"on a dual tensor (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp), tangent [5, 5, 5], "
-                f"the output's tangent is {shown}, where 2 * x's is [10, 10, 10]: the call went below autograd without "
-                "Scale2 (which refuses forward mode: it has no jvp), and the kernels there, like C++ kernels, carry no "
-                "tangent")
-    return None
-
-
 @exercise("04.redispatch", "hard", on_crash=_redispatch_crash)
 def redispatch(path: Path) -> Result:
     import time
@@ -2139,7 +2118,9 @@ def redispatch(path: Path) -> Result:
             return Result(False, f"on a sparse CSR tensor, which no kernel of scale2's takes (the call raises): {left}")
         except (RuntimeError, NotImplementedError):
             pass
-        if told := (_scale2_tangent_kept(op) or _scale2_saves_nothing(op)
+        if told := (_tangent_kept(lambda make_dual: op(make_dual(torch.ones(3), torch.full((3,), 5.0))),
+                                  "a dual tensor x of tangent [5, 5, 5], scale2(x)", 10.0, "Scale2")
+                    or _scale2_saves_nothing(op)
                     or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x")):
             return Result(False, f"{told}\nLook again at {_PASSING_ON}")
         # Backward differentiated in its turn, with respect to the output's gradient v: what

@@ -59,8 +59,13 @@ def test_check_passes_on_the_solution(exercise_id):
     assert result.passed, result.diagnosis
 
 
+def test_every_skeleton_has_its_check():
+    skeletons = {path.name for path in SKELETONS.glob("[0-9][0-9]_*") if path.suffix in (".py", ".cpp")}
+    assert skeletons == {exercise.file for exercise in EXERCISES.values()}
+
+
 def test_every_lesson_has_two_exercises_one_hard_and_three_mistakes_each():
-    for lesson in (f"{n:02d}" for n in range(10)):
+    for lesson in (f"{n:02d}" for n in range(11)):
         ours = [e for e in EXERCISES.values() if e.id.startswith(lesson + ".")]
         assert len(ours) >= 2 and any(e.difficulty == "hard" for e in ours), lesson
     for exercise in EXERCISES.values():

@@ -150,6 +150,8 @@ def _walk_cases():
          torch.ops.aten.mm.default, (a, b), lambda: vmap_increment_nesting(2, "error"), sets),
         ("aten::empty.memory_format([2], dtype=torch.qint8), a quantized dtype (asked, not called)",
          torch.ops.aten.empty.memory_format, ([2],), nullcontext, _BACKEND_SELECT, {"dtype": torch.qint8}),
+        ("aten::empty.memory_format([4], dtype=torch.quint4x2), a packed quantized dtype (asked, not called)",
+         torch.ops.aten.empty.memory_format, ([4],), nullcontext, _BACKEND_SELECT, {"dtype": torch.quint4x2}),
         ("aten::ones([2, 3]) inside torch.inference_mode()", torch.ops.aten.ones.default, ([2, 3],),
          torch.inference_mode, _BACKEND_SELECT),
         ("aten::zeros([2], device=\"meta\")", torch.ops.aten.zeros.default, ([2],), nullcontext, _BACKEND_SELECT,
@@ -3801,10 +3803,13 @@ def load_before_aoti(path: Path) -> Result:
             for _ in range(4):  # a server: one call per request, on one file
                 answer.run(model_pt2, x)
             print("MAPPED", json.dumps({{"grew": models_mapped() - before}}))
+            served = (first, model_pt2, *{[str(release) for release in releases[:2]]!r})
+            for model_file in served:  # a server of four models: each loaded once, then a request for each in turn
+                answer.run(model_file, x)
             before = models_mapped()
-            for _ in range(3):  # a server of two models, a request for each in turn
-                for served in (first, model_pt2):
-                    answer.run(served, x)
+            for _ in range(2):
+                for model_file in served:
+                    answer.run(model_file, x)
             print("IN TURN", json.dumps({{"grew": models_mapped() - before}}))
             before = models_mapped(kept_only=True)
             for release in {[str(release) for release in releases]!r}:  # releases deployed over one file in turn
@@ -3896,10 +3901,11 @@ def load_before_aoti(path: Path) -> Result:
                              "grows until memory runs out. A file's model is loaded once, and again only when its "
                              f"contents change.{hint}.")
     if in_turn and in_turn[0]["grew"]:
-        return Result(False, f"in the fresh Python, run() on two files in turn, three times each (a server of two "
-                             f"models, a request for each in turn): {in_turn[0]['grew']} more compiled models' "
-                             "libraries stayed mapped in the process: run() loaded a package again when the other file "
-                             "was asked for (it keeps the model served last, not one per file?), and a library stays "
+        return Result(False, f"in the fresh Python, run() on four files in turn, twice each after a first round (a "
+                             f"server of four models, a request for each in turn): {in_turn[0]['grew']} more compiled "
+                             "models' libraries stayed mapped in the process: run() loaded a package again when "
+                             "another file was asked for (it keeps the models served last, not one per file?), and a "
+                             "library stays "
                              "mapped after its model is dropped. A file's model is loaded once, and again only when "
                              f"its contents change.{hint}.")
     if releases and releases[0]["grew"] > 1:
@@ -4108,6 +4114,19 @@ def stable_autograd(path: Path) -> Result:
         return Result(False, "gradgradcheck failed for float64 inputs: with create_graph=True (double backward, a "
                              "gradient penalty) the gradients your backward returns must themselves be differentiable "
                              "(lesson 04, section 2)" + hint)
+    # add's backward reads neither input: inputs written after the call (a buffer used again) must not stop it.
+    a, b = (torch.ones(3, 4, requires_grad=True).clone() for _ in range(2))
+    out = op(a, b)
+    with torch.no_grad():
+        a.add_(1)
+        b.add_(1)
+    try:
+        torch.autograd.grad(out.sum(), (a, b))
+    except RuntimeError as error:
+        return Result(False, f"add(a, b), then a and b written in place (buffers used again), then backward: "
+                             f"{str(error).splitlines()[0][:160].rstrip('.')}. torch's own a + b lets its inputs "
+                             "change after the call, since its backward reads neither; yours kept them (saved for "
+                             "backward?), which it does not need (lesson 04, section 1: what forward saves)")
     # Two forwards before their backwards, as a model does: what one call's backward needs is its own.
     first = [torch.randn(3, 4, requires_grad=True) for _ in range(2)]
     second = [torch.randn(2, 5, requires_grad=True) for _ in range(2)]
@@ -4182,7 +4201,8 @@ def served(path: Path) -> Result:
             where = (f"your call {i + 1}, {yours[0]}, names its server {yours[1]!r}: a server is 'native' or "
                      "'fallback', as the task writes them")
         elif yours[0] == theirs[0]:
-            where = f"your call {i + 1}, {yours[0]}, does reach the device, but is not served by {yours[1]!r}"
+            where = (f"your call {i + 1}, {yours[0]}, does reach the device, but its server there is not the one you "
+                     "name: whether the device has a kernel of its own for an operator is in its registrations")
         elif yours[0] in [op for op, _ in actual[i + 1:]]:
             where = (f"your call {i + 1}, {yours[0]!r}, does reach the device, but later: your calls are out of order "
                      "(the order in which the expression's operators run)")

@@ -491,15 +491,6 @@ def _softplus2_error(error: Exception, key: str) -> str:
 def _softplus2_fresh_outputs(op) -> list[str]:
     """A new output per call, computed from the input it is given: calls on tensors that reuse the memory, and the
     id, of earlier ones, and two calls on one tensor."""
-    for value in (0.25, -1.5, 2.0, 0.75):
-        x = torch.full((4,), value)  # the memory (and often the id) of the previous iteration's x
-        out = op(x)
-        expected = torch.log1p(torch.exp(2 * x.double())) / 2
-        if not torch.allclose(out.double(), expected):
-            return [f"a call on a new tensor of {value}s, made where an earlier tensor was freed: "
-                    f"{out[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: an output computed "
-                    "for another input (a cache keyed on id(), a data pointer or a version is one of them)"]
-        del x, out
     x = torch.full((4,), 0.5)
     op(x)
     x.fill_(-2.0)  # the same tensor, its values changed in place between two calls
@@ -507,6 +498,15 @@ def _softplus2_fresh_outputs(op) -> list[str]:
         return [f"a call on x, then x.fill_(-2.0), then a call on x again: {again[0].item():.6g} where "
                 f"log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: the output of x's values before the write, "
                 "something kept from the first call"]
+    for value in (0.25, -1.5, 2.0, 0.75) * 4:  # sixteen calls: the allocator hands back freed memory often
+        x = torch.full((1000,), value)  # the memory (and often the id) of an earlier iteration's x
+        out = op(x)
+        expected = torch.log1p(torch.exp(2 * x.double())) / 2
+        if not torch.allclose(out.double(), expected):
+            return [f"a call on a new tensor of {value}s, made where an earlier tensor was freed: "
+                    f"{out[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: an output computed "
+                    "for another input (a cache keyed on id(), a data pointer or a version is one of them)"]
+        del x, out
     x = torch.randn(3)
     first, second, third = op(x), op(x), op(x)
     storages = {out.untyped_storage()._cdata for out in (first, second, third)}
@@ -1709,6 +1709,14 @@ def _cube_beyond_the_samples(cube) -> str | None:
                 f"{str(error).splitlines()[0][:200]}\n(lesson 04, section 3: what a backward receives)")
     if not torch.allclose(matrix.grad, 3 * matrix.detach() ** 2):
         return f"through .sum() of a 2 x 3 x: d/dx {matrix.grad.tolist()}, right {(3 * matrix.detach() ** 2).tolist()}"
+    empty = torch.empty(0, 3, dtype=torch.float64, requires_grad=True)  # an empty batch
+    try:
+        (grad,) = torch.autograd.grad(cube(empty).sum(), empty)
+    except (RuntimeError, IndexError) as error:
+        return (f"through .sum() of an empty x (0 x 3: an empty batch): {type(error).__name__}: "
+                f"{str(error).splitlines()[0][:200]}: backward takes every x forward takes, no element included")
+    if grad.shape != empty.shape:
+        return f"through .sum() of an empty x (0 x 3: an empty batch): a gradient of shape {list(grad.shape)}"
     transposed = torch.tensor([[0.5, 2.0], [-1.0, 3.0]], dtype=torch.float64).t().requires_grad_()
     try:
         (grad,) = torch.autograd.grad(cube(transposed), transposed, torch.ones(2, 2, dtype=torch.float64))
@@ -2188,7 +2196,14 @@ def register_autocast(path: Path) -> Result:
     with operator("mm2(Tensor a, Tensor b) -> Tensor", mm2):
         library = torch.library.Library("exercise", "IMPL")
         answer = load_python(path)  # kept: a Library the module holds lives as long as the module
-        answer.register(library)
+        # Registered in a process whose CPU autocast dtype was set to float16 (torch.set_autocast_dtype): the task's
+        # bfloat16 is the task's, whatever the process's default at registration.
+        default = torch.get_autocast_dtype("cpu")
+        torch.set_autocast_dtype("cpu", torch.float16)
+        try:
+            answer.register(library)
+        finally:
+            torch.set_autocast_dtype("cpu", default)
         op = _watching_dispatch_state(torch.ops.exercise.mm2.default,
                                       "lesson 05, section 4: the guard, and how long what it changes lasts.")
         activation, weight = torch.randn(2, 3), torch.randn(3, 4).to(torch.bfloat16)
@@ -2452,13 +2467,12 @@ def _autocast_guard_crash(path: Path) -> str:
                 "what they refer to is gone. What a call needs lives in the call: a local variable (lesson 05, section "
                 "2). Other causes of such a crash: a kernel that calls the operator again with AutocastCPU still in "
                 "the keyset (a stack overflow, lesson 05, section 4), memory read after it was freed.")
-    return ("Your kernel crashed the process. The likeliest cause, a stack overflow: your AutocastCPU kernel calls the "
-            "operator again while AutocastCPU is still in the call's keyset, so the dispatcher sends the call back to "
-            "the same kernel, forever (lesson 05, section 4). Other causes of such a crash: memory read after it was "
-            "freed (a TensorList that refers to a vector that is gone), memory two threads write at once (a static "
-            "variable shared by every call), or xs[0] read where xs is empty (a call with a scale and an empty xs "
-            "still reaches your kernel: scale brings AutocastCPU). The check's last words above say which call it "
-            "was making.")
+    return ("Your kernel crashed the process; the check's last words above say which call it was making. What "
+            "crashes such a kernel: a stack overflow (an AutocastCPU kernel that calls the operator again while "
+            "AutocastCPU is still in the call's keyset, so the dispatcher sends the call back to the same kernel, "
+            "forever: lesson 05, section 4), memory read after it was freed (a TensorList that refers to a vector "
+            "that is gone), memory two threads write at once (a static variable shared by every call), or an element "
+            "of xs read that is not there.")
 
 
 _F32, _BF16, _F16, _F64 = torch.float32, torch.bfloat16, torch.float16, torch.float64
@@ -2968,6 +2982,16 @@ def fake_kernel(path: Path) -> Result:
                                  "stacks tensors of one shape), your fake kernel returns a tensor: torch.export and "
                                  "torch.compile would trace a call that fails only when it runs. A fake kernel "
                                  "refuses what the real one refuses (lesson 06, sections 1 and 3)")
+        try:  # two devices, which torch.stack refuses: the call reaches the fake kernel (Meta), a CPU tensor beside
+            op(torch.randn(3, 4, device="meta"), torch.randn(3, 4))
+        except Exception:  # noqa: BLE001 - any error refuses the call, as the real kernel's does
+            pass
+        else:
+            return Result(False, "for a meta and a CPU tensor of one shape (two devices, which the real kernel, "
+                                 "torch.stack, refuses: a CPU tensor beside a CUDA one in a traced model), your fake "
+                                 "kernel returns a tensor: torch.export and torch.compile would trace a call that "
+                                 "fails only when it runs. A fake kernel refuses what the real one refuses (lesson 06, "
+                                 "sections 1 and 3)")
         symbolic = [("two float32 tensors", torch.randn(3, 4), None),
                     ("two channels_last float32 tensors", channels_last, None),
                     ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
@@ -3127,6 +3151,10 @@ def vmap_rule(path: Path) -> Result:
         for what, x, y, in_dims in [
                 ("x of shape [4, 1, 6] batched in dimension 0 and y [5, 6] with no batch: rows of 1 and of 5",
                  torch.randn(4, 1, 6), torch.randn(5, 6), (0, None)),
+                ("x [4, 5, 6] batched in dimension 0 and y [1, 6] with no batch: one row, which broadcasts",
+                 torch.randn(4, 5, 6), torch.randn(1, 6), (0, None)),
+                ("x [5, 1] with no batch and y [4, 5, 6] batched in dimension 0: rows of one element, which broadcast",
+                 torch.randn(5, 1), torch.randn(4, 5, 6), (None, 0)),
                 ("x [4, 5, 6] and y [4, 5, 1], both batched in dimension 0: rows of 6 and of 1 elements",
                  torch.randn(4, 5, 6), torch.randn(4, 5, 1), (0, 0)),
                 ("x in float32 and y in float64, both [4, 5, 6] batched in dimension 0",
@@ -3201,6 +3229,8 @@ def records_graph(path: Path) -> Result:
         # Any tensor autograd differentiates: empty (a last, empty batch), 0-dim (a learnable scale), meta, sparse.
         ("an empty input (shape [0]) that requires grad", False,
          lambda: [torch.ones(0, requires_grad=True), torch.ones(0)]),
+        ("an empty input (shape [0]) with a forward-mode tangent (an empty batch)", True,
+         lambda: [forward_ad.make_dual(torch.ones(0), torch.ones(0)), torch.ones(0)]),
         ("a 0-dim input (a scalar tensor) that requires grad", False,
          lambda: [torch.tensor(2.0, requires_grad=True), leaf()]),
         ("a meta input that requires grad", False,
@@ -3525,27 +3555,31 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
     if changed:
         return (f"{changed}, for a caller that had turned garbage collection off, set thresholds of its own and "
                 "runs on one CPU")
-    timer, calls = FakeTimer(0.4, seed=12), []
+    # A timer that raises at the third round: an operator that fails, then Ctrl-C (KeyboardInterrupt, which is no
+    # Exception: an `except Exception` that restores lets it by, settings changed).
+    for error, what in ((RuntimeError("the timed call failed"), "a timer raised (its call failed)"),
+                        (KeyboardInterrupt(), "a timer was interrupted (Ctrl-C: KeyboardInterrupt)")):
+        timer, calls = FakeTimer(0.4, seed=12), []
 
-    def failing():  # the timed call fails at the third round (an operator that raises)
-        calls.append(None)
-        if len(calls) == 3:
-            raise RuntimeError("the timed call failed")
-        return timer.with_layer()
+        def failing():
+            calls.append(None)
+            if len(calls) == 3:
+                raise error
+            return timer.with_layer()
 
-    before = _layer_cost_settings()
-    try:
-        result = answer(failing, timer.without, rounds=15)
-    except RuntimeError:
-        result = "raised"
-    try:
-        if result != "raised":
-            return (f"a timer raised (its call failed), and your function returned {_shown(result)}: the error was "
-                    "swallowed, so a broken measurement reads as a result. Let the timer's error through")
-        if changed := _layer_cost_differing(before, _layer_cost_settings()):
-            return f"{changed}, after a timer raised (its error passed through your function)"
-    finally:
-        _layer_cost_restore(thresholds, first["torch's threads"], before)
+        before = _layer_cost_settings()
+        try:
+            result = answer(failing, timer.without, rounds=15)
+        except type(error):
+            result = "raised"
+        try:
+            if result != "raised":
+                return (f"{what}, and your function returned {_shown(result)}: the error was swallowed, so a broken "
+                        "measurement reads as a result. Let the timer's error through")
+            if changed := _layer_cost_differing(before, _layer_cost_settings()):
+                return f"{changed}, after {what} (its error passed through your function)"
+        finally:
+            _layer_cost_restore(thresholds, first["torch's threads"], before)
     return None
 
 
@@ -3667,7 +3701,7 @@ def layer_cost(path: Path) -> Result:
                              "detection, guards) is not, in another "
                              "thread, or with a setting changed? "
                              "A timer times a call as the caller would make it, on the caller's thread")
-    if (changed := _layer_cost_settings_changed(answer, first)) and changed.startswith("a timer raised"):
+    if (changed := _layer_cost_settings_changed(answer, first)) and changed.startswith(("a timer raised", "a timer was interrupted")):
         return Result(False, changed)
     if changed:
         return Result(False, f"after your function ran, {changed}: a measurement leaves process-wide settings as it "

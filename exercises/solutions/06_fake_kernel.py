@@ -5,9 +5,9 @@ dimension of size 2 (torch.stack([a, b])). a and b may differ in dtype: the outp
 torch.stack's. Its CPU kernel is registered. Its fake kernel (what torch.compile and torch.export run on fake tensors)
 must return an empty tensor of the real output's shape, dtype, device and strides, for any dtype and any layout of the
 inputs, and for symbolic sizes (torch.compile(dynamic=True) and torch.export with a Dim pass them): one compile must
-serve every size. It must refuse what the real kernel refuses (two shapes), symbolic sizes included. The check runs it
-on meta tensors, on fake tensors with symbolic sizes, one of them unknown while tracing (the count of x[x > 0], as
-torch.export meets after .item()), and opcheck on the real ones.
+serve every size. It must refuse what the real kernel refuses (two shapes, two devices), symbolic sizes included. The
+check runs it on meta tensors, on fake tensors with symbolic sizes, one of them unknown while tracing (the count of x[x
+> 0], as torch.export meets after .item()), and opcheck on the real ones.
 """
 
 import torch
@@ -19,6 +19,7 @@ def fake(a, b):
     torch._check(a.dim() == b.dim(), lambda: "stack2: a and b must have the same shape")
     for i in range(a.dim()):
         torch._check(a.shape[i] == b.shape[i], lambda: "stack2: a and b must have the same shape")
+    torch._check(a.device == b.device, lambda: "stack2: a and b must be on one device")
     dtype = torch.result_type(a, b)  # int32 with float32 gives float32, float16 with bfloat16 float32
     if a.dim() == 0:
         return a.new_empty(2, dtype=dtype)  # two scalars: a vector of 2

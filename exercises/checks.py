@@ -3701,7 +3701,8 @@ def layer_cost(path: Path) -> Result:
                              "detection, guards) is not, in another "
                              "thread, or with a setting changed? "
                              "A timer times a call as the caller would make it, on the caller's thread")
-    if (changed := _layer_cost_settings_changed(answer, first)) and changed.startswith(("a timer raised", "a timer was interrupted")):
+    changed = _layer_cost_settings_changed(answer, first)
+    if changed and changed.startswith(("a timer raised", "a timer was interrupted")):
         return Result(False, changed)
     if changed:
         return Result(False, f"after your function ran, {changed}: a measurement leaves process-wide settings as it "

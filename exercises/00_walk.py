@@ -24,8 +24,10 @@ def name_of(op) -> str:
 
 
 def is_backend(key) -> bool:
-    """CPU, CUDA, Meta, SparseCPU, ...: the keys whose kernels compute instead of handing the call on."""
-    return C.DispatchKey.StartOfDenseBackends.value < key.value <= C.DispatchKey.EndOfNestedTensorBackends.value
+    """CPU, CUDA, Meta, SparseCPU, ...: the keys whose kernels compute instead of handing the call on. Most are one
+    functionality for one backend, in a range of c10's DispatchKey enum; a few stand alone (c10/core/DispatchKey.h)."""
+    return (C.DispatchKey.StartOfDenseBackends.value < key.value <= C.DispatchKey.EndOfNestedTensorBackends.value
+            or C._dispatch_key_name(key) in ("FPGA", "Vulkan", "Metal", "MkldnnCPU"))
 
 
 def kernels(op, *args, **kwargs) -> list[str]:

@@ -181,6 +181,10 @@ def _walk_cases():
          _BACKEND_SELECT_TENSORS),
         ("aten::add.Tensor(sparse CSR, dense)", torch.ops.aten.add.Tensor,
          (torch.eye(3).to_sparse_csr(), torch.ones(3, 3)), nullcontext, walk),
+        ("aten::empty.memory_format([2, 2], layout=torch._mkldnn) (asked, not called)",
+         torch.ops.aten.empty.memory_format, ([2, 2],), nullcontext, _BACKEND_SELECT, {"layout": torch._mkldnn}),
+        ("aten::_to_copy(y, device=\"meta\"), what y.to(\"meta\") calls", torch.ops.aten._to_copy.default, (y,),
+         nullcontext, _BACKEND_SELECT_TENSORS, {"device": "meta"}),
     ]
 
 
@@ -319,6 +323,10 @@ def schema(path: Path) -> Result:
         written = bool(have.alias_info and have.alias_info.is_write)
         if want.alias_info and want.alias_info.is_write and not written:
             problems.append(f"`{want.name}` is written to, and your schema does not say so (lesson 01, aliasing)")
+        elif have.alias_info and have.alias_info.after_set != have.alias_info.before_set:
+            problems.append(f"`{want.name}`'s annotation says that after the call it belongs to another alias set "
+                            f"({', '.join(sorted(have.alias_info.after_set))}): a promise the operator does not keep, "
+                            "which torch holds the schema to (FunctionSchema.is_backward_compatible_with)")
     if not problems and [name for name in names if name in wanted_names] != wanted_names:
         problems.append("the arguments are in another order than the task's: a positional argument is passed by its "
                         "place, so the order is part of the schema")
@@ -1901,6 +1909,21 @@ def _cube_outputs_freed(cube) -> str | None:
     return None
 
 
+def _cube_ctx_holds_no_tensor(cube) -> str | None:
+    """What backward needs is saved with ctx.save_for_backward, all of it: no tensor on the graph's node (ctx) beside
+    it, where saved-tensor hooks would not see it."""
+    out = cube(torch.randn(5, dtype=torch.float64, requires_grad=True))
+    held = [f"ctx.{name}" for name, value in vars(out.grad_fn).items()  # ctx is the graph's node
+            if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple, dict)) and any(
+                isinstance(item, torch.Tensor) for item in (value.values() if isinstance(value, dict) else value))]
+    if held:
+        return (f"after cube(x), the graph's node keeps a tensor in {', '.join(held)}, beside what "
+                "ctx.save_for_backward saved: saved-tensor hooks never see it (save_on_cpu, activation "
+                "checkpointing and offloading cannot move or free it), and autograd cannot tell when it goes stale. "
+                "What backward needs is saved with ctx.save_for_backward, all of it (lesson 04, section 1).")
+    return None
+
+
 def _cube_gradients_owned(cube) -> str | None:
     """Each backward's gradient is the caller's: a second backward (the next example's, in a per-example loop) leaves
     the first one's as it was. (.grad hides a gradient written again: AccumulateGrad copies what backward returns.)"""
@@ -1933,7 +1956,8 @@ def backward(path: Path) -> Result:
         if not torch.autograd.gradgradcheck(cube, (x,), raise_exception=False):
             return Result(False, f"gradgradcheck failed ({_CUBE_DIFFERENTIABLE}; section 2)")
         if problem := (_cube_third_derivative(cube) or _cube_saves_through_autograd(cube)
-                       or _cube_outputs_freed(cube) or _cube_gradients_owned(cube)):
+                       or _cube_outputs_freed(cube) or _cube_ctx_holds_no_tensor(cube)
+                       or _cube_gradients_owned(cube)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -1977,6 +2001,19 @@ def _scale2_saves_nothing(op) -> str | None:
         return ("an output of scale2, dropped by the caller, is still alive: something keeps it (the graph, through "
                 "ctx.out = out: out -> grad_fn -> ctx -> out, a cycle only the collector frees; or a cache of "
                 "outputs), so each step's outputs, and their memory, outlive the step (lesson 04, section 1)")
+    return None
+
+
+def _scale2_gradient_left_alone(op) -> str | None:
+    """Backward leaves the gradient it receives as it is: the caller's grad_outputs, and what autograd hands another
+    edge of the same node (here x's own + x), are that tensor."""
+    x, given = torch.ones(3, requires_grad=True), torch.ones(3)
+    (op(x) + x).backward(given)
+    if not torch.equal(x.grad, torch.full((3,), 3.0)) or not torch.equal(given, torch.ones(3)):
+        return (f"(scale2(x) + x).backward(g), g all 1s: x.grad is {x.grad.tolist()}, where 2 + 1 is 3, and g became "
+                f"{given.tolist()}: your backward wrote into the gradient it received, which the caller's g and "
+                "autograd's other edges (+ x's, here) share. A backward leaves its inputs as they are (lesson 04, "
+                "section 1)")
     return None
 
 
@@ -2130,7 +2167,7 @@ def redispatch(path: Path) -> Result:
             pass
         if told := (_tangent_kept(lambda make_dual: op(make_dual(torch.ones(3), torch.full((3,), 5.0))),
                                   "a dual tensor x of tangent [5, 5, 5], scale2(x)", 10.0, "Scale2")
-                    or _scale2_saves_nothing(op)
+                    or _scale2_saves_nothing(op) or _scale2_gradient_left_alone(op)
                     or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x")):
             return Result(False, f"{told}\nLook again at {_PASSING_ON}")
         # Backward differentiated in its turn, with respect to the output's gradient v: what
@@ -2982,13 +3019,24 @@ def fake_kernel(path: Path) -> Result:
                                  "stacks tensors of one shape), your fake kernel returns a tensor: torch.export and "
                                  "torch.compile would trace a call that fails only when it runs. A fake kernel "
                                  "refuses what the real one refuses (lesson 06, sections 1 and 3)")
-        try:  # two devices, which torch.stack refuses: the call reaches the fake kernel (Meta), a CPU tensor beside
-            op(torch.randn(3, 4, device="meta"), torch.randn(3, 4))
-        except Exception:  # noqa: BLE001 - any error refuses the call, as the real kernel's does
-            pass
-        else:
-            return Result(False, "for a meta and a CPU tensor of one shape (two devices, which the real kernel, "
-                                 "torch.stack, refuses: a CPU tensor beside a CUDA one in a traced model), your fake "
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        # Two devices, which torch.stack refuses: a meta and a CPU tensor (the call reaches the fake kernel at Meta),
+        # and fake tensors on two GPUs of one machine (no GPU needed: they are fake).
+        def meta_and_cpu():
+            return op(torch.randn(3, 4, device="meta"), torch.randn(3, 4))
+
+        def two_gpus():
+            with FakeTensorMode():
+                return op(torch.empty(3, 4, device="cuda:0"), torch.empty(3, 4, device="cuda:1"))
+
+        for what, call in (("a meta and a CPU tensor", meta_and_cpu), ("fake tensors on cuda:0 and cuda:1", two_gpus)):
+            try:
+                call()
+            except Exception:  # noqa: BLE001 - any error refuses the call, as the real kernel's does
+                continue
+            return Result(False, f"for {what} of one shape (two devices, which the real kernel, torch.stack, refuses: "
+                                 "a CPU tensor beside a CUDA one in a traced model, or two GPUs' tensors), your fake "
                                  "kernel returns a tensor: torch.export and torch.compile would trace a call that "
                                  "fails only when it runs. A fake kernel refuses what the real one refuses (lesson 06, "
                                  "sections 1 and 3)")
@@ -3241,6 +3289,12 @@ def records_graph(path: Path) -> Result:
         ("a sparse COO input that requires grad", False,
          lambda: [torch.ones(2).to_sparse().requires_grad_(), torch.ones(2).to_sparse()]),
     ]
+    cases += [  # last: an answer that reads a tangent where none can be raises on them
+        ("a sparse COO input that requires grad, inside forward_ad.dual_level()", True,
+         lambda: [torch.ones(2).to_sparse().requires_grad_(), torch.ones(2).to_sparse()]),
+        ("a sparse CSR input that requires grad, inside forward_ad.dual_level()", True,
+         lambda: [torch.eye(2).to_sparse_csr().requires_grad_()]),
+    ]
 
     def addcmul_add(a, b, c, d):
         return torch.addcmul(a, b, c).add(d)
@@ -3266,12 +3320,15 @@ def records_graph(path: Path) -> Result:
                 case = f"{context}, {what}"
                 with torch.no_grad() if context == "torch.no_grad()" else torch.enable_grad():
                     out = op(*tensors)
-                    recorded = out.grad_fn is not None or (in_dual_level and
+                    # Only a strided tensor has a tangent (make_dual refuses the others; unpack_dual raises on them).
+                    recorded = out.grad_fn is not None or (in_dual_level and out.layout == torch.strided and
                                                            forward_ad.unpack_dual(out).tangent is not None)
                     before = state()
                     try:
                         yours = answer(*tensors)
                     except Exception as error:  # noqa: BLE001 - the reader's code may raise anything
+                        if wrong:  # the wrong answers found before it first
+                            break
                         arity = isinstance(error, TypeError) and "positional argument" in str(error)
                         return Result(False, f"called with {len(tensors)} tensor(s) ({case}), your function raised "
                                              f"{_raised(error, path)}\n" + ("An Autograd kernel asks about every "
@@ -3508,6 +3565,24 @@ def _layer_cost_in_threads(answer) -> str | None:
     return None
 
 
+def _layer_cost_keeps_warn_only(answer) -> str | None:
+    """A caller that runs deterministic algorithms with warn_only=True (warnings where no deterministic kernel exists,
+    not errors): a measurement leaves both flags as it found them."""
+    found = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        timer = FakeTimer(0.4, seed=14)
+        answer(timer.with_layer, timer.without, rounds=15)
+        left = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        torch.use_deterministic_algorithms(found[0], warn_only=found[1])
+    if left != (True, True):
+        return (f"for a caller that runs torch.use_deterministic_algorithms(True, warn_only=True), your function left "
+                f"(enabled, warn_only) at {left}: what it changed while it timed it restored only in part (a setting "
+                "of two flags, set back from one?). A measurement leaves process-wide settings as it found them")
+    return None
+
+
 def _layer_cost_same(name: str, old, new) -> bool:
     if name == _FROZEN:  # frozen objects that die leave the count: only more frozen, or most unfrozen, is a change
         return old // 2 <= new <= old
@@ -3607,6 +3682,7 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
     answer = load_python(path).layer_cost
+    interop = torch.get_num_interop_threads()  # compared at the end: its default follows the CPUs the process may use
     first = {name: value for name, value in _layer_cost_settings().items()  # before the first call, as the caller had
              if name in _LAYER_COST_FIRST}
     problems = []
@@ -3708,6 +3784,13 @@ def layer_cost(path: Path) -> Result:
         return Result(False, f"after your function ran, {changed}: a measurement leaves process-wide settings as it "
                              "found them, even if it changes them while it times, and even when a timer raises (what "
                              "timeit does to garbage collection, it undoes in a finally)")
+    if wrong := _layer_cost_keeps_warn_only(answer):
+        return Result(False, wrong)
+    if torch.get_num_interop_threads() != interop:
+        return Result(False, f"after your function ran, torch's inter-op threads went from {interop} to "
+                             f"{torch.get_num_interop_threads()} (torch.set_num_interop_threads), a setting torch "
+                             "takes once per process and for good: a measurement leaves process-wide settings as it "
+                             "found them, and this one cannot be set back")
     if wrong := _layer_cost_in_threads(answer):  # last: two threads at once may leave each other's settings behind
         return Result(False, wrong)
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
@@ -3851,6 +3934,18 @@ def load_before_aoti(path: Path) -> Result:
                 shutil.copyfile(release, model_pt2)
                 answer.run(model_pt2, x)
             print("RELEASES", json.dumps({{"grew": models_mapped(kept_only=True) - before}}))
+            # The same releases deployed by a link flipped to each (current -> rN, as many deploy tools do), the
+            # server calling run() on current/model.pt2: the file it names is one, whatever the link points to.
+            linked = os.path.join(os.path.dirname(model_pt2), "linked")
+            for n, release in enumerate({[str(release) for release in releases]!r}):
+                os.makedirs(os.path.join(linked, f"r{{n}}"))
+                shutil.copyfile(release, os.path.join(linked, f"r{{n}}", "model.pt2"))
+            before = models_mapped(kept_only=True)
+            for n in range(4):
+                os.symlink(f"r{{n}}", os.path.join(linked, "next"))
+                os.replace(os.path.join(linked, "next"), os.path.join(linked, "current"))
+                answer.run(os.path.join(linked, "current", "model.pt2"), x)
+            print("LINKED", json.dumps({{"grew": models_mapped(kept_only=True) - before}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -3876,9 +3971,9 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
-    one_row, float64, int64, no_grad, mapped, in_turn, releases = (
+    one_row, float64, int64, no_grad, mapped, in_turn, releases, linked = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
-        for name in ("ONE ROW", "FLOAT64", "INT64", "NO GRAD", "MAPPED", "IN TURN", "RELEASES"))
+        for name in ("ONE ROW", "FLOAT64", "INT64", "NO GRAD", "MAPPED", "IN TURN", "RELEASES", "LINKED"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -3949,6 +4044,13 @@ def load_before_aoti(path: Path) -> Result:
                              "process: run() keeps the model of every release it has served (a cache keyed on the "
                              "contents, never emptied?), and a server that lives through many deployments grows with "
                              f"each. Keep one model per file, loaded again when its contents change.{hint}.")
+    if linked and linked[0]["grew"] > 1:
+        return Result(False, f"in the fresh Python, four releases deployed by a link flipped to each in turn (current "
+                             f"-> r0, r1, ..., as many deploy tools do), run() called on current/model.pt2 after each: "
+                             f"{linked[0]['grew']} more compiled models stayed loaded in the process: run() keeps a "
+                             "model per file the link pointed to (a path resolved through the link, "
+                             "os.path.realpath?), and every release it served stays loaded. The caller names one file: keep one model per "
+                             f"name it gives, loaded again when its contents change.{hint}.")
     if from_build[0]:
         build_folder = paths.BUILD.resolve()
         shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]
@@ -4989,6 +5091,18 @@ def upcast_mode(path: Path) -> Result:
                 return Result(False, f"after a call whose kernel raised (two shapes), the next call in {half} "
                                      f"reached its kernel in {half}: your mode was left in another state by the "
                                      f"error (a flag set and not reset?){hint}")
+            # The same input after a failed call, written by the caller between: its copy is made anew.
+            given = torch.ones(3, dtype=half)
+            with contextlib.suppress(Exception), mode:  # the kernel's refusal, whatever your mode makes of it
+                torch.ops.exercise.mul_out(given, torch.ones(4, dtype=half), out=torch.zeros(3, dtype=half))
+            given.fill_(3.0)
+            with mode:
+                again = torch.ops.exercise.fp32_only(given, torch.ones(3, dtype=half))
+            if not torch.equal(again.float(), torch.full((3,), 3.0)):
+                return Result(False, f"mul_out(a, b, out=...) raised (two shapes), then the caller wrote 3 into a, "
+                                     f"then fp32_only(a, ones) under the mode gave {again.tolist()}, where a * 1 is 3: a "
+                                     f"copy of a made for the failed call was used again (copies kept on the mode, "
+                                     f"cleared only when a call returns?){hint}")
 
             # A kernel that writes part of its argument, then raises: what it wrote is the caller's, as it is
             # without the mode.
@@ -5114,6 +5228,15 @@ def dynamic_fake(path: Path) -> Result:
                                  f"{list(claimed.shape)} for a 2 x 3 x: a size it cannot know, which compiled code "
                                  f"then relies on. Let torch's refusal through: Dynamo breaks the graph there and runs "
                                  f"the call eagerly{hint}")
+        try:  # a plain meta tensor (shape inference on device="meta"): no size to give, as x[x > 0] there has none
+            on_meta = op(torch.empty(4, 3, device="meta"))
+        except Exception:  # noqa: BLE001 - refused, as torch's own nonzero and masked_select refuse there
+            on_meta = None
+        if on_meta is not None:
+            return Result(False, f"on a plain meta tensor (no FakeTensorMode: shape inference with device=\"meta\", "
+                                 f"a model built on meta), your fake kernel returned shape {list(on_meta.shape)}: a "
+                                 f"size it cannot know, where torch's own x[x > 0] refuses. Let the refusal "
+                                 f"through{hint}")
         for what, x in samples:
             results = torch.library.opcheck(op, (x,), test_utils=("test_schema", "test_faketensor"),
                                             raise_exception=False)

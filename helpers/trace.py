@@ -80,12 +80,19 @@ def key_names(keyset: C.DispatchKeySet) -> list[str]:
     return names
 
 
+# Backend keys that c10 keeps outside the per-backend ranges (c10/core/DispatchKey.h: "TODO: put this in
+# BackendComponents"); Python's enum names none of them.
+STANDALONE_BACKEND_KEYS = ("FPGA", "Vulkan", "Metal", "MkldnnCPU")
+
+
 def is_backend_key(name: str) -> bool:
-    """CPU, CUDA, Meta, SparseCPU, ...: keys whose kernels compute rather than hand on.
+    """CPU, CUDA, Meta, SparseCPU, MkldnnCPU, ...: keys whose kernels compute rather than hand on.
 
     In c10's DispatchKey enum these are the runtime keys from the first dense backend (CPU) to the
-    last nested-tensor backend; Autograd<Backend> keys come after them.
+    last nested-tensor backend (Autograd<Backend> keys come after them), and the few that stand alone.
     """
+    if name in STANDALONE_BACKEND_KEYS:
+        return True
     key = getattr(C.DispatchKey, name, None)
     if key is None:  # keys Python's enum leaves unnamed (Tracer) are not backends
         return False
@@ -308,6 +315,13 @@ def _python_handler(op, args, kwargs) -> tuple[str, C.DispatchKeySet | None]:
 QUANTIZED_DTYPES = (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4)
 
 
+def dispatch_key(name: str) -> C.DispatchKey:
+    """The key named `name`. torch._C parses most names but not all (QuantizedMeta: None), and its enum names most
+    keys but not all (MkldnnCPU has no attribute): either way, one of them knows it."""
+    key = C._parse_dispatch_key(name)
+    return key if key is not None else getattr(C.DispatchKey, name)
+
+
 def _backend_selected(op, keys: Keyset, args, kwargs) -> C.DispatchKeySet:
     """The keyset a BackendSelect kernel hands the call on with. Such kernels exist for operators that take a device,
     layout and dtype (factory functions: torch.empty, torch.ones): the kernel computes the backend key from those
@@ -329,7 +343,7 @@ def _backend_selected(op, keys: Keyset, args, kwargs) -> C.DispatchKeySet:
         backend = "MkldnnCPU"
     elif given.get("dtype") in QUANTIZED_DTYPES:  # c10's isQIntType
         backend = f"Quantized{backend}"
-    selected = C.DispatchKeySet(getattr(C.DispatchKey, backend))
+    selected = C.DispatchKeySet(dispatch_key(backend))
     if keys.from_tensors == EMPTY_KEYSET:
         return selected
     return (selected | keys.from_tensors | keys.tls_include) - keys.tls_exclude

@@ -173,7 +173,7 @@ def test_the_log_is_handed_only_to_a_library_of_the_same_layout(workbook):
 
 @pytest.mark.parametrize("layout, dtype, device, backend", [
     (torch.strided, None, "meta", "Meta"), (torch.sparse_coo, None, "meta", "SparseMeta"),
-    (torch.strided, torch.qint8, "cpu", "QuantizedCPU")])
+    (torch.strided, torch.qint8, "cpu", "QuantizedCPU"), (torch._mkldnn, None, "cpu", "MkldnnCPU")])
 def test_a_factory_call_goes_from_backend_select_to_the_backend_of_its_arguments(layout, dtype, device, backend):
     # A kernel of ours at that backend, for one of aten's factory functions: it runs only if BackendSelect's kernel
     # hands the call on to the backend the device, layout and dtype arguments name.

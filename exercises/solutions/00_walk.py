@@ -24,8 +24,10 @@ def name_of(op) -> str:
 
 
 def is_backend(key) -> bool:
-    """CPU, CUDA, Meta, SparseCPU, ...: the keys whose kernels compute instead of handing the call on."""
-    return C.DispatchKey.StartOfDenseBackends.value < key.value <= C.DispatchKey.EndOfNestedTensorBackends.value
+    """CPU, CUDA, Meta, SparseCPU, ...: the keys whose kernels compute instead of handing the call on. Most are one
+    functionality for one backend, in a range of c10's DispatchKey enum; a few stand alone (c10/core/DispatchKey.h)."""
+    return (C.DispatchKey.StartOfDenseBackends.value < key.value <= C.DispatchKey.EndOfNestedTensorBackends.value
+            or C._dispatch_key_name(key) in ("FPGA", "Vulkan", "Metal", "MkldnnCPU"))
 
 
 def backend_selected(op, args, kwargs, from_tensors) -> "C.DispatchKeySet":
@@ -40,7 +42,9 @@ def backend_selected(op, args, kwargs, from_tensors) -> "C.DispatchKeySet":
         backend = {torch.sparse_coo: "Sparse", torch._mkldnn: "Mkldnn"}.get(layout, "SparseCsr") + backend
     elif given.get("dtype") in (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4):
         backend = "Quantized" + backend  # a quantized dtype: the device's Quantized key
-    selected = C.DispatchKeySet(getattr(C.DispatchKey, backend))
+    # torch._C parses MkldnnCPU but not QuantizedMeta; its enum has QuantizedMeta but not MkldnnCPU.
+    key = C._parse_dispatch_key(backend)
+    selected = C.DispatchKeySet(key if key is not None else getattr(C.DispatchKey, backend))
     if from_tensors.highestPriorityTypeId() == C.DispatchKey.Undefined:
         return selected
     return (selected | from_tensors | C._dispatch_tls_local_include_set()) - C._dispatch_tls_local_exclude_set()

@@ -6,8 +6,8 @@ must record a graph (its output gets a grad_fn, or a forward-mode tangent), Fals
 your answer with torch's own ops, case by case, on calls of one to four tensors: requires_grad on none, any or all
 inputs, and a forward-mode tangent (torch.autograd.forward_ad; a tensor's tangent is
 `torch.autograd.forward_ad.unpack_dual(t).tangent`), with grad mode on and in torch.no_grad(), on empty, 0-dim, meta
-(with a tangent too) and sparse tensors too. (It runs in an Autograd kernel, which inference mode skips:
-torch.inference_mode() is not a case.)
+(with a tangent too) and sparse tensors (COO and CSR, inside a dual level too). (It runs in an Autograd kernel, which
+inference mode skips: torch.inference_mode() is not a case.)
 """
 
 import torch
@@ -16,5 +16,11 @@ import torch.autograd.forward_ad
 
 def records_graph(*tensors: torch.Tensor) -> bool:
     backward = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors)
+    forward = any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in strided(tensors))
     return backward or forward  # as csrc/autograd.cpp's records_graph
+
+
+def strided(tensors) -> list[torch.Tensor]:
+    """The tensors that can have a tangent: make_dual takes strided ones only, and inside a dual level unpack_dual
+    raises on the others (sparse: no strides; nested)."""
+    return [t for t in tensors if t.layout == torch.strided and not t.is_nested]

@@ -754,6 +754,10 @@ def _meta_difference(real: torch.Tensor, fake: torch.Tensor, inputs: tuple[torch
     if not check_significant_strides(real, fake, only_cuda=False)[0]:
         return (f"your kernel returns strides {list(fake.stride())}; the CPU kernel {list(real.stride())}: compiled "
                 "code that reads the output by its strides reads the wrong elements")
+    if fake.storage_offset() != real.storage_offset():
+        return (f"your kernel returns a tensor at offset {fake.storage_offset()} of its storage; the CPU kernel's is "
+                f"at {real.storage_offset()}: compiled code plans memory by the fake's (opcheck's test_faketensor "
+                "compares it too)")
     return None
 
 
@@ -1228,7 +1232,8 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                          or _tangent_kept(lambda make_dual: op(make_dual(torch.ones(3), torch.ones(3)).clone(),
                                                                make_dual(torch.full((3,), 2.0), torch.full((3,), 2.0))),
                                           "y = x.clone(), x of tangent [1, 1, 1], and other of tangent [2, 2, 2], "
-                                          "add_(y, other)", 3.0, "AddInPlace")):
+                                          "add_(y, other)", 3.0, "AddInPlace")
+                         or _inplace_tangents_kept_apart(op)):
         problems.append(told)
     return problems
 
@@ -1391,6 +1396,28 @@ def _complex_gradients(call, reference, names: tuple[str, ...], formula: str) ->
                     f"{formula} gives {_complex_shown(want)}: for complex tensors, backward receives and returns "
                     "gradients as torch's own formulas do (its docs: Autograd for Complex Numbers), and a real "
                     "gradient at the output cannot tell a wrong one")
+    return None
+
+
+def _inplace_tangents_kept_apart(op) -> str | None:
+    """add_(y, other) twice, y without a tangent, other a dual tensor: other's tangent stays its own. (A jvp that hands
+    y other's tangent tensor itself, where y had none, lets the second add_ write into other's.) AddInPlace without a
+    jvp refuses forward mode: nothing to compare."""
+    import torch.autograd.forward_ad as forward_ad
+
+    with forward_ad.dual_level():
+        other = forward_ad.make_dual(torch.full((3,), 2.0), torch.ones(3))
+        y = torch.zeros(3)
+        try:
+            op(y, other)
+            op(y, other)
+        except (NotImplementedError, RuntimeError):
+            return None  # refused: no jvp
+        kept = forward_ad.unpack_dual(other).tangent
+    if not torch.equal(kept, torch.ones(3)):
+        return (f"add_(y, other) twice, y without a tangent and other a dual tensor of tangent [1, 1, 1] (forward-mode "
+                f"AD): other's tangent became {kept.tolist()}: y's tangent was other's tangent tensor itself, and the "
+                "second add_ wrote into it. A tangent written in place is the written tensor's own")
     return None
 
 
@@ -1924,6 +1951,21 @@ def _cube_ctx_holds_no_tensor(cube) -> str | None:
     return None
 
 
+def _cube_after_a_data_write(cube) -> str | None:
+    """x written through .data between two steps (an old optimizer's step, an EMA update), which leaves its version
+    counter as it was: the second step's backward reads x's new values, as torch's x ** 3 does."""
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    torch.autograd.grad(cube(x).sum(), x)
+    x.data.add_(1)
+    (grad,) = torch.autograd.grad(cube(x).sum(), x)
+    if not torch.allclose(grad, want := 3 * x.detach() ** 2):
+        return (f"cube(x) and backward, x = [1, 2, 3]; then x.data.add_(1) (a step written through .data, which leaves "
+                f"x's version counter as it was); then cube(x) and backward again: the gradient is {grad.tolist()}, "
+                f"where 3x^2 of x's new values is {want.tolist()}: something computed for the first call was used "
+                "again. Each backward computes from what its own call saved (lesson 04, section 1).")
+    return None
+
+
 def _cube_gradients_owned(cube) -> str | None:
     """Each backward's gradient is the caller's: a second backward (the next example's, in a per-example loop) leaves
     the first one's as it was. (.grad hides a gradient written again: AccumulateGrad copies what backward returns.)"""
@@ -1957,7 +1999,7 @@ def backward(path: Path) -> Result:
             return Result(False, f"gradgradcheck failed ({_CUBE_DIFFERENTIABLE}; section 2)")
         if problem := (_cube_third_derivative(cube) or _cube_saves_through_autograd(cube)
                        or _cube_outputs_freed(cube) or _cube_ctx_holds_no_tensor(cube)
-                       or _cube_gradients_owned(cube)):
+                       or _cube_gradients_owned(cube) or _cube_after_a_data_write(cube)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -2751,6 +2793,10 @@ def autocast_guard(path: Path) -> Result:
                                  f"{left}")
         except RuntimeError:
             pass
+    with torch.autocast("cpu", dtype=torch.float16):  # a region of another dtype: what the call found, it leaves
+        if isinstance(problem := _sum_squares_call(op, "inside torch.autocast(\"cpu\", dtype=torch.float16), xs in "
+                                                   "float16 and bfloat16", [_F16, _BF16], None, _F32), str):
+            return Result(False, problem)
     checks_of_gradients.append(_sum_squares_call(op, *_SUM_SQUARES_AFTER_REGION))
     if isinstance(checks_of_gradients[-1], str):
         return Result(False, checks_of_gradients[-1])
@@ -3497,7 +3543,8 @@ def _layer_cost_settings() -> dict:
             "torch's deterministic algorithms (torch.use_deterministic_algorithms)": (
                 torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
             "float32 matmul precision (torch.set_float32_matmul_precision)": torch.get_float32_matmul_precision(),
-            "autograd's anomaly detection (torch.autograd.set_detect_anomaly)": torch.is_anomaly_enabled()}
+            "autograd's anomaly detection (torch.autograd.set_detect_anomaly)": torch.is_anomaly_enabled(),
+            "Python's warning filters (warnings.filters)": list(warnings.filters)}
 
 
 # The settings compared with what they were before the check's first call (the others, before each case's).
@@ -3563,6 +3610,28 @@ def _layer_cost_in_threads(answer) -> str | None:
                 "caller's, and restored. A setting that is the process's, not the thread's, is shared by every "
                 "measurement running at the time")
     return None
+
+
+def _layer_cost_warning_as_error(answer) -> str | None:
+    """A caller that turns warnings into errors (as tests do for torch's autograd fallback warning): a timer that
+    warns raises, and the error passes through the measurement."""
+    timer, calls = FakeTimer(0.4, seed=15), []
+
+    def warning():
+        calls.append(None)
+        if len(calls) == 3:
+            warnings.warn("the timed call fell back to a slow path", UserWarning)
+        return timer.with_layer()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            result = answer(warning, timer.without, rounds=15)
+        except UserWarning:
+            return None
+    return (f"for a caller that turns warnings into errors (warnings.simplefilter(\"error\"), as tests do for "
+            f"torch's autograd fallback warning), a timer warned, and your function returned {_shown(result)}: the "
+            "warning never became the caller's error. A measurement leaves the caller's warning filters as they are")
 
 
 def _layer_cost_keeps_warn_only(answer) -> str | None:
@@ -3784,7 +3853,7 @@ def layer_cost(path: Path) -> Result:
         return Result(False, f"after your function ran, {changed}: a measurement leaves process-wide settings as it "
                              "found them, even if it changes them while it times, and even when a timer raises (what "
                              "timeit does to garbage collection, it undoes in a finally)")
-    if wrong := _layer_cost_keeps_warn_only(answer):
+    if wrong := _layer_cost_keeps_warn_only(answer) or _layer_cost_warning_as_error(answer):
         return Result(False, wrong)
     if torch.get_num_interop_threads() != interop:
         return Result(False, f"after your function ran, torch's inter-op threads went from {interop} to "
@@ -4049,8 +4118,8 @@ def load_before_aoti(path: Path) -> Result:
                              f"-> r0, r1, ..., as many deploy tools do), run() called on current/model.pt2 after each: "
                              f"{linked[0]['grew']} more compiled models stayed loaded in the process: run() keeps a "
                              "model per file the link pointed to (a path resolved through the link, "
-                             "os.path.realpath?), and every release it served stays loaded. The caller names one file: keep one model per "
-                             f"name it gives, loaded again when its contents change.{hint}.")
+                             "os.path.realpath?), and every release it served stays loaded. The caller names one "
+                             f"file: keep one model per name it gives, loaded again when its contents change.{hint}.")
     if from_build[0]:
         build_folder = paths.BUILD.resolve()
         shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]
@@ -4970,6 +5039,26 @@ def _upcast_across_calls(mode) -> str | None:
     return None
 
 
+def _upcast_on_fake_cuda(mode, received: list) -> str | None:
+    """fp32_only on float16 fake tensors on a GPU (FakeTensorMode: a model traced for CUDA, on a machine without
+    one): the kernel that runs (the Meta one, for fake tensors) must receive float32, as on any device."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    received.clear()
+    with FakeTensorMode():
+        a, b = (torch.ones(3, 4, dtype=torch.float16, device="cuda") for _ in range(2))
+        try:
+            with mode:
+                torch.ops.exercise.fp32_only(a, b)
+        except RuntimeError:
+            pass  # said below, from what the kernel received
+    if any(dtype in _HALF for _, dtypes in received for dtype in dtypes):
+        return (f"fp32_only on float16 fake tensors on cuda (FakeTensorMode, as torch.compile traces a GPU model, no "
+                f"GPU needed): its kernel received {_dtype_names(received[-1][1])}: your mode upcast on some devices "
+                "only. A CUDA kernel written for float32 refuses float16 as the CPU one does")
+    return None
+
+
 def _upcast_traced(mode) -> str | None:
     """make_fx traces a function that calls fp32_only under the mode: the graph must compute from its inputs. The
     mode's own casts reach the tracing mode below it (they are calls like any other); hidden from it, the float32
@@ -5100,9 +5189,9 @@ def upcast_mode(path: Path) -> Result:
                 again = torch.ops.exercise.fp32_only(given, torch.ones(3, dtype=half))
             if not torch.equal(again.float(), torch.full((3,), 3.0)):
                 return Result(False, f"mul_out(a, b, out=...) raised (two shapes), then the caller wrote 3 into a, "
-                                     f"then fp32_only(a, ones) under the mode gave {again.tolist()}, where a * 1 is 3: a "
-                                     f"copy of a made for the failed call was used again (copies kept on the mode, "
-                                     f"cleared only when a call returns?){hint}")
+                                     f"then fp32_only(a, ones) under the mode gave {again.tolist()}, where a * 1 is "
+                                     f"3: a copy of a made for the failed call was used again (copies kept on the "
+                                     f"mode, cleared only when a call returns?){hint}")
 
             # A kernel that writes part of its argument, then raises: what it wrote is the caller's, as it is
             # without the mode.
@@ -5132,7 +5221,7 @@ def upcast_mode(path: Path) -> Result:
                                      f"never saw fp32_only: your mode hid the calls it made from the modes below it "
                                      f"on the stack. func(...) hands the call on to them (lesson 10, section 1: "
                                      f"modes stacked){hint}")
-        if problem := _upcast_across_calls(mode) or _upcast_traced(mode):
+        if problem := _upcast_across_calls(mode) or _upcast_traced(mode) or _upcast_on_fake_cuda(mode, received):
             return Result(False, f"{problem}{hint}")
         # float64 and integer calls: nothing to cast, so nothing cast.
         received.clear()

@@ -12,8 +12,8 @@ timers are called as the caller would call them (its autocast region, grad and i
 are), and a timer's error passes through. A measurement leaves the process's settings (garbage collection: on or off,
 its thresholds, frozen objects; torch's threads; Python's, numpy's and torch's random numbers, CUDA's seeds included;
 the process's priority; the interpreter's thread switch interval; the CPUs the process may run on; whether denormal
-numbers flush to zero; cuDNN's flags, deterministic algorithms, float32 matmul precision, anomaly detection) as it found
-them, when a timer raises too.
+numbers flush to zero; cuDNN's flags, deterministic algorithms, float32 matmul precision, anomaly detection; the warning
+filters) as it found them, when a timer raises too.
 """
 
 import statistics

@@ -4,8 +4,9 @@ ran in is gone afterwards, so the verdict on a file never depends on what was ch
 The process is a new Python or, under the test command, a child of the session's fork server (helpers/forkserver.py),
 which has imported torch once: a child costs milliseconds, not the seconds of a new interpreter.
 
-A loop in the reader's code is reported RUNNING_LIMIT seconds after that code started (toolkit.Watchdog), however long
-the compile before it took; `timeout` bounds the whole check, builds included.
+A loop in the reader's code is reported once that code has used RUNNING_LIMIT seconds of processor time (on a loaded
+machine, later on the clock), and code that waits forever once it has run five times as long (toolkit.Watchdog),
+however long the compile before it took; `timeout` bounds the whole check, builds included.
 """
 
 from __future__ import annotations
@@ -83,7 +84,12 @@ def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float
     if stacks_written:  # innermost frame first: the first line in the reader's file is where their code was
         lines = [line for file, line in re.findall(r'File "(.*)", line (\d+)', stacks_written) if file == str(path)]
         where = f" (it was at line {lines[0]} of your file)" if lines else ""
-        return Result(False, f"your code ran for {running_limit:.0f} s without finishing{where}: does it loop forever?")
+        if returncode == -signal.SIGPROF:  # the watchdog's processor-time limit
+            return Result(False, f"your code used {running_limit:.0f} s of processor time without finishing{where}: "
+                                 "does it loop forever?")
+        waited = running_limit * WATCHDOG.WALL_FACTOR
+        return Result(False, f"your code ran for {waited:.0f} s without finishing{where}, using little of the "
+                             "processor: does it wait for something that never comes?")
     said = [line for line in output.splitlines() if line.strip() and not progress.is_progress_line(line)]
     last = said[-1] if said else ""
     if returncode < 0:

@@ -8,6 +8,7 @@ import ast
 import faulthandler
 import importlib.util
 import re
+import signal
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,10 +61,16 @@ def exercise(exercise_id: str, difficulty: str, on_crash: Callable[[Path], str] 
 
 
 class Watchdog:
-    """In a check's process (exercises/runner.py): once the reader's code has run `seconds` without the check
-    finishing, write where Python was to `file` and end the process. The clock starts where the reader's code first
-    runs (load_python; load_cpp once the build is done), so no compile counts. faulthandler keeps the time in a C
-    thread of its own: it fires even while a C++ loop holds the GIL."""
+    """In a check's process (exercises/runner.py): once the reader's code has used `seconds` of processor time without
+    the check finishing, or run WALL_FACTOR times as long on the clock (code that waits forever uses none), write where
+    Python was to `file` and end the process. Processor time, not the clock's: on a loaded machine (a test run's
+    workers, a compile beside it) code that finishes gets less of the processor, and is not a loop. The clock starts
+    where the reader's code first runs (load_python; load_cpp once the build is done), so no compile counts. Both
+    timers act from C, outside the interpreter: they fire even while a C++ loop holds the GIL. The processor-time one is
+    the kernel's (setitimer's ITIMER_PROF, all the process's threads), whose signal faulthandler answers with the
+    stacks, then passes on to the signal's default action, which ends the process."""
+
+    WALL_FACTOR = 5
 
     def __init__(self):
         self.file, self.seconds, self.started = None, 0.0, False
@@ -75,10 +82,15 @@ class Watchdog:
         """Start the clock, once: a second call must not give the reader's code its time again."""
         if self.file is not None and not self.started:
             self.started = True
-            faulthandler.dump_traceback_later(self.seconds, exit=True, file=self.file)
+            faulthandler.register(signal.SIGPROF, file=self.file, all_threads=True, chain=True)
+            signal.setitimer(signal.ITIMER_PROF, self.seconds)
+            faulthandler.dump_traceback_later(self.seconds * self.WALL_FACTOR, exit=True, file=self.file)
 
     def stop(self) -> None:
         faulthandler.cancel_dump_traceback_later()
+        if self.started:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            faulthandler.unregister(signal.SIGPROF)
 
 
 WATCHDOG = Watchdog()

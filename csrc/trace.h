@@ -74,7 +74,11 @@ class Scope {
     recording_ = true;
     std::string dtypes;
     ((dtypes += (dtypes.empty() ? "" : ",") + std::string(c10::toString(args.scalar_type()))), ...);
-    l.events.push_back({op, ks.highestPriorityTypeId(), ks, l.depth++, std::move(dtypes)});
+    // The kernel's own key: the keyset's top one, but for PythonDispatcher. Under torch's Python dispatcher
+    // (torch.compile's and export's tracing) every kernel's keyset keeps that key, so that each redispatch goes back
+    // through it (c10::DispatchKeySet's FULL_AFTER mask always keeps it).
+    const c10::DispatchKey key = ks.remove(c10::DispatchKey::PythonDispatcher).highestPriorityTypeId();
+    l.events.push_back({op, key, ks, l.depth++, std::move(dtypes)});
   }
   ~Scope() {
     if (!recording_) return;

@@ -70,13 +70,22 @@ EMPTY_KEYSET = C.DispatchKeySet(C.DispatchKey.Undefined)
 # Keys and keysets
 
 
+def keys_after(key: C.DispatchKey) -> C.DispatchKeySet:
+    """The keys below `key`: the mask a kernel at `key` hands a call on with, less PythonDispatcher. c10's mask
+    (DispatchKeySet's FULL_AFTER constructor, c10/core/DispatchKeySet.h) always keeps that key, the top one, which
+    torch.compile's and export's tracing turn on: under torch's Python dispatcher every redispatch goes back through it
+    (tests/test_trace.py shows the kernels' keysets). A walk lists it once, at the top, then drops it, or it would
+    pick it again forever."""
+    return C._dispatch_keyset_full_after(key) - C.DispatchKeySet(C.DispatchKey.PythonDispatcher)
+
+
 def key_names(keyset: C.DispatchKeySet) -> list[str]:
     """The keys of a keyset, highest priority first."""
     names = []
     # Removing keys can leave backend bits behind, so "empty" means: no key left to pick.
     while (key := keyset.highestPriorityTypeId()) != C.DispatchKey.Undefined:
         names.append(C._dispatch_key_name(key))
-        keyset = keyset & C._dispatch_keyset_full_after(key)
+        keyset = keyset & keys_after(key)
     return names
 
 
@@ -245,14 +254,14 @@ def predict(op, *args, **kwargs) -> list[Step]:
         else:
             ended = is_backend_key(name) or entry.kind == "math kernel"
         steps.append(step)
-        remaining = remaining & C._dispatch_keyset_full_after(key)
+        remaining = remaining & keys_after(key)
         if name == "BackendSelect" and step.status == "kernel":
-            remaining = _backend_selected(op, keys, args, kwargs) & C._dispatch_keyset_full_after(key)
+            remaining = _backend_selected(op, keys, args, kwargs) & keys_after(key)
         elif name == "Python" and step.status == "kernel":
             step.handled_by, below = _python_handler(op, args, kwargs)
             ended = below is None
             if below is not None:
-                remaining = (remaining | below) & C._dispatch_keyset_full_after(key)
+                remaining = (remaining | below) & keys_after(key)
     steps = sorted(steps, key=functools.cmp_to_key(_by_priority))
     if not ended:
         # No key left, and no kernel that ends the call: the dispatcher takes the table's Undefined entry, which a
@@ -264,7 +273,7 @@ def predict(op, *args, **kwargs) -> list[Step]:
 
 def _by_priority(a: Step, b: Step) -> int:
     """Which of two keys the dispatcher tries first: the order key_names gives them in a keyset of both."""
-    both = key_names(C.DispatchKeySet(C._parse_dispatch_key(a.key)) | C.DispatchKeySet(C._parse_dispatch_key(b.key)))
+    both = key_names(C.DispatchKeySet(dispatch_key(a.key)) | C.DispatchKeySet(dispatch_key(b.key)))
     return both.index(a.key) - both.index(b.key)
 
 

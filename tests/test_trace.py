@@ -171,6 +171,15 @@ def test_the_log_is_handed_only_to_a_library_of_the_same_layout(workbook):
         torch.ops.workbook_trace.log_address(2)
 
 
+def test_a_quantized_factory_call_on_meta_is_predicted_at_quantized_meta():
+    # A key torch._C cannot parse (Library.impl refuses it, so no kernel of ours can be put there): its name is still
+    # ordered and predicted, and the call makes a quantized meta tensor, as QuantizedMeta's kernel does.
+    steps = trace.predict(torch.ops.aten.empty.memory_format, [2], dtype=torch.qint8, device="meta")
+    assert trace.path(steps) == ["BackendSelect", "QuantizedMeta"]
+    made = torch.ops.aten.empty.memory_format([2], dtype=torch.qint8, device="meta")
+    assert made.is_quantized and made.is_meta
+
+
 @pytest.mark.parametrize("layout, dtype, device, backend", [
     (torch.strided, None, "meta", "Meta"), (torch.sparse_coo, None, "meta", "SparseMeta"),
     (torch.strided, torch.qint8, "cpu", "QuantizedCPU"), (torch._mkldnn, None, "cpu", "MkldnnCPU")])
@@ -299,3 +308,17 @@ def test_a_user_mode_runs_before_fake_tensor_mode_whichever_was_entered_first(wo
         python = next(step for step in t.predicted if step.key == "Python")
         assert python.handled_by == "_OpCalls.__torch_dispatch__ -> FakeTensorMode: on to Meta"
         assert names == ["workbook.matmul.default"] and t.recorded_path == ["AutogradCPU", "Meta"] and t.agrees
+
+
+def test_under_the_python_dispatcher_a_walk_ends_and_every_kernel_below_still_holds_its_key(workbook):
+    # torch.compile's and export's tracing turn torch's Python dispatcher on. c10's mask of the keys below a key
+    # (FULL_AFTER) always keeps PythonDispatcher, so every redispatch goes back through it: a walk that did not drop it
+    # would pick it again forever, and the recorder names each kernel by the key below it.
+    from torch._dispatch.python import enable_python_dispatcher
+
+    a, b = torch.randn(3, requires_grad=True), torch.randn(3)
+    with enable_python_dispatcher():
+        assert trace.key_names(trace.keyset_of(a, b).effective)[0] == "PythonDispatcher"
+        t = trace.call(torch.ops.workbook.add.default, a, b)
+    assert t.predicted_path == ["PythonDispatcher", "AutogradCPU", "CPU"] and t.agrees, t
+    assert all("PythonDispatcher" in event.keyset for event in t.own_events), t.own_events

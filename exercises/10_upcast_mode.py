@@ -17,10 +17,14 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
   and an output that is that argument is the caller's tensor itself, as it would be without the mode;
 - an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view, or a list of them)
   runs as it is: a view of a float32 copy would share nothing with the caller's tensor; and so does one that changes
-  an argument's view of memory in place (tagged torch.Tag.inplace_view: t_, as_strided_, set_);
+  an argument's view of memory in place (tagged torch.Tag.inplace_view: t_, as_strided_ and set_ among others);
 - the mode's own work (its casts, and its writes into the caller's tensors) is made as calls the modes below it see:
   make_fx, run on a function that uses the mode, must record a graph that computes from its inputs, and writes where
   the call writes. It keeps nothing between calls.
+
+One kind of call does show the mode to its caller, by the rule above: one that mixes float32 and half tensors. aten's
+`torch.add(f32, f16)` gives float32 without the mode and half under it (the check's own operators refuse half inputs:
+for them there is no result without the mode to compare with).
 
 The check calls operators of its own (Python kernels in namespace `exercise`: plain, in place, out=, a view, several
 outputs and several written arguments (a float32 one beside half ones), lists of tensors, keyword arguments) and aten's,

@@ -185,6 +185,9 @@ def _walk_cases():
          torch.ops.aten.empty.memory_format, ([2, 2],), nullcontext, _BACKEND_SELECT, {"layout": torch._mkldnn}),
         ("aten::_to_copy(y, device=\"meta\"), what y.to(\"meta\") calls", torch.ops.aten._to_copy.default, (y,),
          nullcontext, _BACKEND_SELECT_TENSORS, {"device": "meta"}),
+        ("aten::empty.memory_format([2], dtype=torch.qint8, device=\"meta\"), a quantized dtype on meta (asked, not "
+         "called)", torch.ops.aten.empty.memory_format, ([2],), nullcontext, _BACKEND_SELECT,
+         {"dtype": torch.qint8, "device": "meta"}),
     ]
 
 
@@ -524,6 +527,29 @@ def _softplus2_fresh_outputs(op) -> list[str]:
     return []
 
 
+def _softplus2_gradient_after_write(op) -> list[str]:
+    """The gradient of a call whose input is written in place afterwards (an optimizer step, a normalization): autograd
+    gives the gradient at the values the call saw, or refuses (a saved tensor's version moved); never one at the new
+    values."""
+    leaf = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+    x = leaf * 1  # not a leaf: it can be written in place
+    out = op(x)
+    with torch.no_grad():
+        x.mul_(3)
+    try:
+        grad = torch.autograd.grad(out.sum(), leaf)[0]
+    except RuntimeError as error:
+        if "modified by an inplace operation" in str(error):
+            return []
+        raise
+    if torch.allclose(grad, torch.sigmoid(2 * leaf.detach())):
+        return []
+    return [f"a call on x = {leaf.tolist()}, then x.mul_(3) under torch.no_grad(), then backward: the gradient is "
+            f"{[round(g, 4) for g in grad.tolist()]}, that of x's new values, where autograd gives the gradient at the "
+            "values the call saw, or refuses the backward. A tensor kept for backward outside autograd's saved "
+            "tensors (ctx.save_for_backward, lesson 04) escapes the version check that makes it refuse"]
+
+
 def _softplus2_on_fake_tensors(op) -> list[str]:
     """softplus2 on fake tensors, as torch.compile and torch.export trace it: a CPU device, a shape and a dtype, and no
     values to read."""
@@ -687,6 +713,8 @@ def composite_key(path: Path) -> Result:
                     problems.append("with create_graph=True (double backward: a Hessian, a gradient penalty) the "
                                     "gradient has no history of its own, so its derivative is lost: a kernel made of "
                                     "torch operations, at the right key, is differentiable as many times as they are")
+                else:
+                    problems += _softplus2_gradient_after_write(op)
             with torch.no_grad():
                 with contextlib.suppress(NotImplementedError, RuntimeError):  # told above
                     if op(torch.randn(3, requires_grad=True)).requires_grad:
@@ -721,6 +749,7 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
             (tensor(3, f64), tensor((2, 2), f64)), (tensor(3, f32), tensor(4, f64)), (tensor(2, f64), tensor(5, f32)),
             (tensor(0, f32), tensor(5, f32)), (tensor((2, 0), f64), tensor(3, f64)), (tensor((), f64), tensor(3, f32)),
             (tensor(3, f32), tensor((), f64)), (tensor((), f32), tensor((), f32)),
+            (tensor((), f64), tensor((), f32)), (tensor((), f32), tensor((), f64)),  # two 0-d: the usual promotion
             (tensor((3, 2), f32).t(), tensor((4, 2), f32)[:, 0]), (tensor((2, 1, 3), f32), tensor(2, f64)),
             (tensor(2, f32), tensor((3, 1, 2), f32).transpose(0, 2)),
             (channels_last := tensor((2, 3, 2, 2), f32).contiguous(memory_format=torch.channels_last), tensor((), f32)),
@@ -2623,9 +2652,12 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
                 return f"{where}: {told}".replace("lesson 03, section 3",
                                                   "lesson 05, section 4, and lesson 03, section 3")
             received = [_sum_squares_dtypes(d, len(xs)) for name, d in below.calls if name == _SUM_SQUARES]
+            rule = ("autocast casts only eligible inputs (floating point, on the region's device, not float64): these "
+                    "must reach them as they were" if want == _F64 else "every eligible input, each tensor of xs and "
+                    f"scale, must reach them in {_dtype_names([want])}")
             return (f"{where}, sum_squares raised RuntimeError: {str(error).splitlines()[0][:200]}\nGiven {given}, the "
-                    f"layers below autocast received {'; then '.join(received) or 'nothing'}: every eligible input, "
-                    f"each tensor of xs and scale, must reach them in {_dtype_names([want])} (lesson 05, section 2).")
+                    f"layers below autocast received {'; then '.join(received) or 'nothing'}: {rule} (lesson 05, "
+                    "section 2).")
     received = [d for name, d in below.calls if name == _SUM_SQUARES]
     handed_on_grads = [grad for (name, _), grad in zip(below.calls, below.grads) if name == _SUM_SQUARES]
     if out.grad_fn is None and handed_on_grads and not any(handed_on_grads):
@@ -2639,6 +2671,11 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
     if received != [[want] * len(inputs)]:
         shown = "; then ".join(_sum_squares_dtypes(d, len(xs)) for d in received) or "nothing"
         problem = f"{where}: given {given}, the layers below autocast received {shown}"
+        if not received:
+            return problem + (": the call never reached the keys below autocast that it carried (this check records "
+                              "at the Python key, as torch.compile's modes do). A keyset made by hand leaves out keys "
+                              "the call had; the layers below must run sum_squares once (lesson 05, section 4; "
+                              "lesson 03, section 3)")
         if len(received) != 1:
             return problem + ": they must run sum_squares once (lesson 05, section 2)"
         if want == _F64:
@@ -3161,7 +3198,7 @@ def _vmap_rule_hint(raised: str, x, y, in_dims, xs, returned) -> str:
 
 @exercise("06.vmap_rule", "hard")
 def vmap_rule(path: Path) -> Result:
-    calls, returned = [], []
+    calls, returned, altered = [], [], []
 
     def rowdot(x, y):
         torch._check(x.dim() == 2 and x.shape == y.shape and x.dtype == y.dtype,
@@ -3173,8 +3210,20 @@ def vmap_rule(path: Path) -> Result:
     yours = load_python(path).rowdot_rule
 
     def rule(info, in_dims, x, y):  # the reader's rule, and what it returned: vmap may raise on it after it returns
+        plain = not any(torch._C._functorch.is_batchedtensor(t) for t in (x, y))  # inside vmap(vmap(...)): batched
+        given = [(t.shape, t.stride(), t.clone() if plain else None) for t in (x, y)]
         out = yours(info, in_dims, x, y)
         returned.append(out)
+        for name, t, (shape, stride, values) in zip("xy", (x, y), given):
+            if (t.shape, t.stride()) != (shape, stride):
+                how = f"shape {list(shape)} before, {list(t.shape)} after; strides {list(stride)}, {list(t.stride())}"
+            elif plain and not torch.equal(t, values):
+                how = "its values"
+            else:
+                continue
+            altered.append(f"your rule changed `{name}`, the caller's tensor, in place ({how}): a rule makes new "
+                           "tensors or views of its inputs (movedim, expand, reshape), and leaves the inputs as the "
+                           "caller has them for its next call (lesson 06, section 6)")
         return out
 
     with operator("rowdot(Tensor x, Tensor y) -> Tensor", rowdot) as library:
@@ -3186,10 +3235,14 @@ def vmap_rule(path: Path) -> Result:
             try:
                 out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
             except Exception as error:  # noqa: BLE001 - the reader's rule may raise anything; that is the diagnosis
+                if altered:
+                    return Result(False, f"with {case}: {altered[0]}")
                 raised = str(error).splitlines()[0].split(". Use ")[0][:200]  # torch's own advice is the answer
                 return Result(False, f"with {case} (strides {list(x.stride())} and {list(y.stride())}): your rule "
                                      f"raised {type(error).__name__}: {raised}\n"
                                      + _vmap_rule_hint(raised, x, y, in_dims, xs, returned))
+            if altered:
+                return Result(False, f"with {case}: {altered[0]}")
             if out.shape != expected.shape or out.dtype != expected.dtype:
                 dtypes = f", {out.dtype}" if out.dtype != expected.dtype else "", f", {expected.dtype}"
                 return Result(False, f"with {case}: wrong result, shape {list(out.shape)}{dtypes[0]}, wanted "
@@ -3461,6 +3514,17 @@ class FakeTimer:
         each round timed one of each (calls made before them, to warm up, say, left out)."""
         times = {layer: [time for made_with, time in self.calls if made_with == layer] for layer in (True, False)}
         return [a - b for a, b in zip(times[True][-rounds:], times[False][-rounds:])]
+
+    def unbalanced(self, rounds: int) -> str | None:
+        """None where, of the last `rounds` rounds (a call of each side), as many timed the layer first as second,
+        give or take one; else how many did."""
+        layers = [layer for layer, _ in self.calls][-2 * rounds:]
+        firsts = layers[0::2]
+        if any(a == b for a, b in zip(firsts, layers[1::2])) or abs(2 * sum(firsts) - rounds) <= 1:
+            return None  # rounds that do not pair up are order()'s to tell
+        return (f"time_with() went first in {sum(firsts)} of {rounds} rounds: where going first or second changes a "
+                "call's time (a cache the first call warms), the side that goes first more often carries that change "
+                "into the differences; each order must come up in half the rounds")
 
     def order(self) -> str | None:
         """None where the calls with and without the layer alternate; else how they were made."""
@@ -3754,7 +3818,7 @@ def layer_cost(path: Path) -> Result:
     interop = torch.get_num_interop_threads()  # compared at the end: its default follows the CPUs the process may use
     first = {name: value for name, value in _layer_cost_settings().items()  # before the first call, as the caller had
              if name in _LAYER_COST_FIRST}
-    problems = []
+    problems, measured = [], []
     # A threshold of the reader's own, a fixed number of µs, is caught by two machines: a quiet one where 0.02 µs is a
     # cost, and a noisy one where nothing is, though the median difference is 0.26 µs (seed 6; its first quartile is
     # below zero). 16 rounds, an even number, have no middle difference: their median lies between two.
@@ -3777,6 +3841,7 @@ def layer_cost(path: Path) -> Result:
              9),
             ("a layer of 0.40 µs on a steady machine, over 16 rounds", FakeTimer(0.4, seed=8), 0.4, 16)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
+        measured.append((what, timer, rounds))
         made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}
         if min(made.values()) < rounds:
             problems.append(f"{what}: you called time_with() {made[True]} and time_without() {made[False]} times, "
@@ -3818,6 +3883,9 @@ def layer_cost(path: Path) -> Result:
                             "quartiles of one set of numbers")
         if order and timer.drift:
             problems[-1] += f"; {order}, so the machine's drift lands in the difference"
+    if not problems:  # each side first in half the rounds, in every measurement: chance does not balance them
+        problems += [f"{what}: {unbalanced}" for what, timer, rounds in measured
+                     if (unbalanced := timer.unbalanced(rounds))][:1]
     if problems:
         return Result(False, "\n".join(problems) + "\nLook again at lesson 07, section 2: how a cost is measured, and "
                                                    "when it is called one.")
@@ -3937,6 +4005,11 @@ def load_before_aoti(path: Path) -> Result:
         releases[0].parent.mkdir()
         for n, release in enumerate(releases):
             _padded_package(models[n % 2][1], release, size, fill=bytes([n + 1]))
+        # Four models more that a server holds: eight in turn, more than a cache sized for the four above.
+        held = [Path(elsewhere) / "held" / f"m{n}.pt2" for n in range(1, 5)]
+        held[0].parent.mkdir()
+        for n, model_file in enumerate(held):
+            _padded_package(models[n % 2][1], model_file, size, fill=bytes([n + 11]))
         program = f"""
             import json, os, shutil, types, torch
             os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"  # as lesson 08 advises where inputs come from outside
@@ -3990,8 +4063,8 @@ def load_before_aoti(path: Path) -> Result:
             for _ in range(4):  # a server: one call per request, on one file
                 answer.run(model_pt2, x)
             print("MAPPED", json.dumps({{"grew": models_mapped() - before}}))
-            served = (first, model_pt2, *{[str(release) for release in releases[:2]]!r})
-            for model_file in served:  # a server of four models: each loaded once, then a request for each in turn
+            served = (first, model_pt2, *{[str(model_file) for model_file in releases[:2] + held]!r})
+            for model_file in served:  # a server of eight models: each loaded once, then a request for each in turn
                 answer.run(model_file, x)
             before = models_mapped()
             for _ in range(2):
@@ -4100,8 +4173,8 @@ def load_before_aoti(path: Path) -> Result:
                              "grows until memory runs out. A file's model is loaded once, and again only when its "
                              f"contents change.{hint}.")
     if in_turn and in_turn[0]["grew"]:
-        return Result(False, f"in the fresh Python, run() on four files in turn, twice each after a first round (a "
-                             f"server of four models, a request for each in turn): {in_turn[0]['grew']} more compiled "
+        return Result(False, f"in the fresh Python, run() on eight files in turn, twice each after a first round (a "
+                             f"server of eight models, a request for each in turn): {in_turn[0]['grew']} more compiled "
                              "models' libraries stayed mapped in the process: run() loaded a package again when "
                              "another file was asked for (it keeps the models served last, not one per file?), and a "
                              "library stays "
@@ -4155,6 +4228,8 @@ def _stable_add_opcheck_cases() -> list[tuple]:
         ("int64 inputs", *both(torch.int64, integers), (False, False)),
         ("an expanded `self` (stride 0)", torch.randn(3, 1).expand(3, 4), torch.randn(3, 4), (True, False)),
         ("empty inputs, shape (0, 4)", torch.randn(0, 4), torch.randn(0, 4), (False, False)),
+        ("a channels_last `self`, shape (2, 3, 2, 2)", torch.randn(2, 3, 2, 2).contiguous(
+            memory_format=torch.channels_last), torch.randn(2, 3, 2, 2), (True, False)),
     ]
 
 
@@ -4178,6 +4253,8 @@ def _stable_add_refused() -> list[tuple]:
          torch.ones(3, 4, dtype=torch.float8_e5m2), torch.ones(3, 4, dtype=torch.float8_e5m2)),
         ("two uint8 tensors", torch.ones(3, 4, dtype=torch.uint8), torch.ones(3, 4, dtype=torch.uint8)),
         ("two int8 tensors", torch.ones(3, 4, dtype=torch.int8), torch.ones(3, 4, dtype=torch.int8)),
+        *[(f"two {str(dtype).removeprefix('torch.')} tensors (unsigned, as wide as a dtype add.cpp takes)",
+           torch.ones(3, 4, dtype=dtype), torch.ones(3, 4, dtype=dtype)) for dtype in (torch.uint32, torch.uint64)],
     ]
 
 
@@ -4671,6 +4748,27 @@ def _mul_out_problems() -> list[str]:
                             f"again: out holds {out.cpu().tolist()}, where x * y is now all 6s: the second call used "
                             "something the first one kept (a copy of x, by its address?). A kernel reads its arguments "
                             "as they are at each call")
+    if not problems:  # again, after a write through .data, which leaves y's version counter as it was
+        y.data.fill_(5.0)  # as optimizers and weight loaders write
+        call((x, y, out))
+        if not torch.equal(out.cpu(), torch.full((4,), 10.0)):
+            problems.append(f"the same call once more, after y.data.fill_(5.0) (a write through .data, as optimizers "
+                            f"and weight loaders make, which leaves y's version counter as it was): out holds "
+                            f"{out.cpu().tolist()}, where x * y is now all 10s: the call used something an earlier one "
+                            "kept. A kernel reads its arguments as they are at each call")
+    if not problems:  # tensors made inside torch.inference_mode(), as a server makes them: no version counter
+        with torch.inference_mode():
+            x, y = torch.full((4,), 2.0).to(device.NAME), torch.full((4,), 3.0).to(device.NAME)
+            out = torch.empty(4).to(device.NAME)
+            try:
+                call((x, y, out))
+            except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
+                problems.append(raised("tensors made inside torch.inference_mode() (they have no version counter)",
+                                       error))
+            else:
+                if not torch.equal(out.cpu(), torch.full((4,), 6.0)):
+                    problems.append("on tensors made inside torch.inference_mode(): out holds "
+                                    f"{out.cpu().tolist()}, where x * y is all 6s")
     if not problems:  # the whole way from Python: the autograd and ADInplaceOrView kernels above yours, then yours
         x, y = torch.randn(3, 4), torch.randn(3, 4)
         out = torch.empty(0).to(device.NAME)
@@ -4946,6 +5044,9 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          torch.Tensor.as_strided_, returns(0)),
         (f"x.set_(source) in {name}: x made to share source's memory (torch.Tag.inplace_view)",
          lambda d: ((fresh(x, d), fresh(b, d)), {}), torch.Tensor.set_, points_at_source),
+        (f"x.transpose_(0, 1) in {name}, x a square view of a flat tensor: an in-place view operator "
+         "(torch.Tag.inplace_view), which changes x's strides, not the memory it shares with that tensor",
+         lambda d: ((fresh(torch.arange(9.0), d).view(3, 3), 0, 1), {}), torch.Tensor.transpose_, returns(0)),
         ("torch.div(a, b) on int16 tensors: no float16 or bfloat16 tensor in the call",
          lambda d: ((torch.tensor([7, 9], dtype=torch.int16), torch.tensor([2, 4], dtype=torch.int16)), {}), torch.div,
          same),

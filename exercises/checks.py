@@ -3567,6 +3567,21 @@ def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:
 
 _CUDA_SEEDED = []  # the calls that seeded torch's CUDA generators, while 07.layer_cost's check watches (below)
 _FROZEN = "the objects frozen out of collection (gc.freeze)"
+_FREEZES = []  # the calls of gc.freeze and gc.unfreeze, while 07.layer_cost's check watches (below)
+
+
+def _watching_freezes() -> None:
+    """Record every call of gc.freeze and gc.unfreeze, before the reader's file is loaded (`from gc import freeze`
+    then finds the recording one). Counting the frozen objects instead (gc.get_freeze_count) walks all of them, and in
+    a child of the fork server, which froze torch's, that writes into, and so copies, the whole inherited heap: a third
+    of a second a check."""
+    import gc
+
+    for name in ("freeze", "unfreeze"):
+        def recorded(_call=getattr(gc, name), _name=f"gc.{name}"):
+            _FREEZES.append(_name)
+            return _call()
+        setattr(gc, name, recorded)
 
 
 def _watching_cuda_seeds() -> None:
@@ -3582,6 +3597,12 @@ def _watching_cuda_seeds() -> None:
         setattr(module, name, recorded)
 
 
+def _numpy_random_state(numpy) -> tuple:
+    """numpy's global generator's state, comparable with ==: its key array as bytes (its repr takes 2 ms)."""
+    name, key, *rest = numpy.random.get_state()
+    return name, key.tobytes(), *rest
+
+
 def _layer_cost_settings() -> dict:
     """The process-wide settings a measurement may change while it times, as they are now."""
     import gc
@@ -3589,14 +3610,14 @@ def _layer_cost_settings() -> dict:
     import sys
 
     return {"garbage collection": "on" if gc.isenabled() else "off", "the collector's thresholds": gc.get_threshold(),
-            _FROZEN: gc.get_freeze_count(),
+            _FROZEN: len(_FREEZES),  # a call of either changes what is frozen: the caller's objects, or more
             "torch's threads": torch.get_num_threads(),
             "Python's random numbers (the random module)": random.getstate(),
             "torch's random numbers": torch.random.get_rng_state(),
             "torch's CUDA random numbers (seeded: torch.manual_seed seeds them too)": len(_CUDA_SEEDED),
             "the interpreter's thread switch interval (sys.setswitchinterval)": sys.getswitchinterval(),
             "numpy's random numbers (numpy.random.seed)": (
-                str(sys.modules["numpy"].random.get_state()) if "numpy" in sys.modules else None),
+                _numpy_random_state(sys.modules["numpy"]) if "numpy" in sys.modules else None),
             "the process's priority (os.nice)": (
                 os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None),
             "the CPUs the process may run on (os.sched_setaffinity)": (
@@ -3814,6 +3835,7 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
 
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
+    _watching_freezes()
     answer = load_python(path).layer_cost
     interop = torch.get_num_interop_threads()  # compared at the end: its default follows the CPUs the process may use
     first = {name: value for name, value in _layer_cost_settings().items()  # before the first call, as the caller had

@@ -81,6 +81,29 @@ _BACKEND_SELECT = ("lesson 00, section 2: what BackendSelect does for a call wit
 _BACKEND_SELECT_TENSORS = ("lesson 00, section 2: which keyset a BackendSelect kernel hands the call on with when the "
                            "operator takes tensors too.")
 _UNDEFINED = "lesson 00, 'Underneath trace.call': where a call goes when its keyset runs out."
+_PYTHON_DISPATCHER = ("lesson 00, 'Underneath trace.call' and its 'What just happened': the one key the mask of the "
+                      "keys below a key always keeps.")
+
+
+class _WalkDidNotEnd(Exception):
+    """The reader's walk ran past the time any walk takes (a key picked again and again)."""
+
+
+def _ending_within(seconds: float, call):
+    """call(), or _WalkDidNotEnd once it has used `seconds` of processor time (a Python loop: the handler of
+    ITIMER_VIRTUAL's signal interrupts it; a busy machine does not count)."""
+    import signal
+
+    def expired(signum, frame):
+        raise _WalkDidNotEnd
+
+    previous = signal.signal(signal.SIGVTALRM, expired)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        return call()
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
 
 
 def _walk_cases():
@@ -88,6 +111,7 @@ def _walk_cases():
     devices, layouts, argument kinds and thread-local states."""
     from contextlib import nullcontext
 
+    from torch._dispatch.python import enable_python_dispatcher
     from torch._functorch.vmap import vmap_increment_nesting
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -188,6 +212,9 @@ def _walk_cases():
         ("aten::empty.memory_format([2], dtype=torch.qint8, device=\"meta\"), a quantized dtype on meta (asked, not "
          "called)", torch.ops.aten.empty.memory_format, ([2],), nullcontext, _BACKEND_SELECT,
          {"dtype": torch.qint8, "device": "meta"}),
+        ("aten::mm(a, b), a requiring grad, under torch's Python dispatcher (torch._dispatch.python."
+         "enable_python_dispatcher(), which torch.compile's tracing enters)", torch.ops.aten.mm.default,
+         (a.detach().clone().requires_grad_(), b), enable_python_dispatcher, _PYTHON_DISPATCHER),
     ]
 
 
@@ -211,7 +238,13 @@ def walk(path: Path) -> Result:
     def walked(what, op, args, context=nullcontext, where_to_look=_NO_ENTRY, kwargs=None) -> Result:
         kwargs = kwargs or {}
         with context():
-            yours, actual = kernels(op, *args, **kwargs), call_path(op, *args, **kwargs)
+            try:
+                yours = _ending_within(3, lambda: kernels(op, *args, **kwargs))
+            except _WalkDidNotEnd:
+                return Result(False, f"{what}: your walk did not end within 3 s of processor time (a walk of the "
+                                     f"dispatcher's takes milliseconds): it picks the same key again and again?\nLook "
+                                     f"again at {where_to_look}")
+            actual = call_path(op, *args, **kwargs)
             if len(yours) > len(actual) and yours[:len(actual)] == actual:  # a walk that went on past its end
                 where_to_look = _walk_end(trace.predict(op, *args, **kwargs))
         result = compare_paths(yours, actual, where_to_look)
@@ -737,7 +770,7 @@ def composite_key(path: Path) -> Result:
 
 
 def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(a, b) for 02.meta_kernel: ranks 0 to 5, empty, non-contiguous and channels_last tensors, float32 and float64 in
+    """(a, b) for 02.meta_kernel: ranks 0 to 6, empty, non-contiguous and channels_last tensors, float32 and float64 in
     every pairing (a 0-d tensor's dtype weighs less in type promotion than one with dimensions)."""
     f32, f64 = torch.float32, torch.float64
     generator = torch.Generator().manual_seed(0)
@@ -755,7 +788,8 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
             (channels_last := tensor((2, 3, 2, 2), f32).contiguous(memory_format=torch.channels_last), tensor((), f32)),
             (channels_last, tensor(2, f64)),
             (tensor(1, f64), tensor(3, f32)),  # one element, yet a dimension: its dtype weighs as much as b's
-            (tensor((1, 2, 1, 2, 1), f32), tensor((2, 1, 1, 1, 2), f32))]  # ranks 5 and 5: an output of rank 10
+            (tensor((1, 2, 1, 2, 1), f32), tensor((2, 1, 1, 1, 2), f32)),  # ranks 5 and 5: an output of rank 10
+            (tensor((2, 1, 1, 2, 1, 3), f32), tensor((1, 2, 1, 1, 2), f64))]  # 6 and 5: rank 11, past any fixed 10
 
 
 def _described(tensor: torch.Tensor) -> str:
@@ -1889,6 +1923,39 @@ def _cube_beyond_the_samples(cube) -> str | None:
     return None
 
 
+def _cube_saved_as_given(cube) -> str | None:
+    """04.backward on x that forward could copy before saving (transposed, float16, bfloat16): a copy made in forward
+    escapes the version check (a changed x is not refused) and carries no history (double backward loses x's term)."""
+    variants = [("a transposed float64 x", lambda: torch.tensor([[0.5, 2.0], [-1.0, 3.0]], dtype=torch.float64).t()),
+                ("a float16 x", lambda: torch.tensor([0.5, -1.0, 2.0], dtype=torch.float16)),
+                ("a bfloat16 x", lambda: torch.tensor([0.5, -1.0, 2.0], dtype=torch.bfloat16))]
+    for what, make in variants:
+        x = make().requires_grad_()
+        out = cube(x)
+        with torch.no_grad():
+            x.mul_(2)
+        try:
+            torch.autograd.grad(out, x, torch.ones_like(out))
+        except RuntimeError as error:
+            if "modified by an inplace operation" not in str(error):
+                raise
+        else:
+            return (f"on {what}, changed in place after forward (x.mul_(2), under no_grad), backward gave a gradient, "
+                    "with no error, where torch's own operators refuse it: what your forward saved is not x itself "
+                    "but a tensor made from it (.contiguous(), .float() and .to() copy such an x), which the version "
+                    "check does not follow (lesson 04, section 1: what forward saves).")
+        x = make().requires_grad_()
+        (grad,) = torch.autograd.grad(cube(x).sum(), x, create_graph=True)
+        (second,) = torch.autograd.grad(grad.float().sum(), x, allow_unused=True)
+        if second is None or not torch.allclose(second.float(), 6 * x.detach().float(), rtol=0.02):
+            got = "nothing (no path to x)" if second is None else _values(second)
+            return (f"double backward on {what}: d/dx of your gradient (summed) is {got}, right "
+                    f"{_values(6 * x.detach().float())}: what your forward saved is not x itself but a tensor made "
+                    "from it (.contiguous(), .float() and .to() copy such an x) with no history, so the gradient's "
+                    f"own derivative loses x ({_CUBE_DIFFERENTIABLE}; section 2).")
+    return None
+
+
 def _cube_third_derivative(cube) -> str | None:
     """d3/dx3 of x ** 3 is 6 everywhere: a backward built from torch operators is differentiable as often as they
     are; one whose own pieces stop the graph (a detach, a Function without a differentiable backward) is not. And a
@@ -2028,7 +2095,8 @@ def backward(path: Path) -> Result:
             return Result(False, f"gradgradcheck failed ({_CUBE_DIFFERENTIABLE}; section 2)")
         if problem := (_cube_third_derivative(cube) or _cube_saves_through_autograd(cube)
                        or _cube_outputs_freed(cube) or _cube_ctx_holds_no_tensor(cube)
-                       or _cube_gradients_owned(cube) or _cube_after_a_data_write(cube)):
+                       or _cube_gradients_owned(cube) or _cube_after_a_data_write(cube)
+                       or _cube_saved_as_given(cube)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -2352,6 +2420,10 @@ def register_autocast(path: Path) -> Result:
             if out.dtype != dtype and "float16" in where:
                 return (f"{what} returned {out.dtype}: the task's casts are to bfloat16, whatever the region's dtype "
                         "(lesson 05, section 7: the dtype register_autocast casts to)")
+            if out.dtype != dtype and out.dtype in (torch.float16, torch.bfloat16):
+                return (f"{what} returned {out.dtype}, where {dtype} is right: the task's casts are to bfloat16, "
+                        "whatever autocast's dtype was when your registration ran, or is when the call runs (lesson "
+                        "05, section 7: the dtype register_autocast casts to)")
             if out.dtype != dtype:
                 return f"{what} returned {out.dtype}: a matrix product runs in the region's lower precision (lesson 05)"
             if received != [(dtype, dtype)]:
@@ -2575,7 +2647,8 @@ def _autocast_guard_crash(path: Path) -> str:
                 "what they refer to is gone. What a call needs lives in the call: a local variable (lesson 05, section "
                 "2). Other causes of such a crash: a kernel that calls the operator again with AutocastCPU still in "
                 "the keyset (a stack overflow, lesson 05, section 4), memory read after it was freed.")
-    return ("Your kernel crashed the process; the check's last words above say which call it was making. What "
+    return ("Your kernel crashed the process (its last words, where the line above quotes any, name the call the "
+            "check was making). What "
             "crashes such a kernel: a stack overflow (an AutocastCPU kernel that calls the operator again while "
             "AutocastCPU is still in the call's keyset, so the dispatcher sends the call back to the same kernel, "
             "forever: lesson 05, section 4), memory read after it was freed (a TensorList that refers to a vector "
@@ -3087,13 +3160,22 @@ def fake_kernel(path: Path) -> Result:
             wrong = [i for i, (size, ours, theirs) in enumerate(zip(real.shape, fake_out.stride(), real.stride()))
                      if size > 1 and ours != theirs]
             if wrong:
+                # torch's own meta kernel for stack disagrees with its CPU kernel here (CPU: contiguous; meta: the
+                # inputs' order of strides): a fake kernel that calls torch.stack inherits it.
+                own_meta = (a.dtype != b.dtype and not a.is_contiguous() and torch.stack(
+                    [a.to("meta"), b.to("meta")]).stride() == fake_out.stride())
                 return Result(False, f"{inputs} ({strides}): your fake kernel's output has strides "
                                      f"{list(fake_out.stride())}, the real kernel's differ in dimension(s) "
                                      f"{', '.join(map(str, wrong))}: compiled code lays out memory by the fake's "
-                                     "strides (lesson 06, sections 1 and 3)")
+                                     "strides (lesson 06, sections 1 and 3)" + (
+                                         ". These are the strides of torch.stack on meta tensors: for inputs of two "
+                                         "dtypes, not contiguous, torch's own meta kernel for stack lays out its output "
+                                         "otherwise than its CPU kernel does; a fake kernel follows the real kernel"
+                                         if own_meta else ""))
         for a, b in [(torch.randn(3, 4), torch.randn(5, 4)), (torch.randn(2, 3), torch.randn(3, 2)),
                      (torch.randn(4), torch.randn(5)), (torch.randn(3), torch.randn(3, 4)),
-                     (torch.randn(3, 4), torch.randn(3))]:  # shapes the real kernel refuses
+                     (torch.randn(3, 4), torch.randn(3)),
+                     (torch.randn(3, 1), torch.randn(3, 4))]:  # shapes the real kernel refuses (the last broadcast)
             try:
                 op(a.to("meta"), b.to("meta"))
             except Exception:  # noqa: BLE001 - any error refuses the call, as the real kernel's does
@@ -3393,6 +3475,10 @@ def records_graph(path: Path) -> Result:
          lambda: [torch.ones(2).to_sparse().requires_grad_(), torch.ones(2).to_sparse()]),
         ("a sparse CSR input that requires grad, inside forward_ad.dual_level()", True,
          lambda: [torch.eye(2).to_sparse_csr().requires_grad_()]),
+        ("a sparse CSC input that requires grad, inside forward_ad.dual_level()", True,
+         lambda: [torch.eye(2).to_sparse_csc().requires_grad_()]),
+        ("a sparse BSR input (blocks of 1x1) that requires grad, inside forward_ad.dual_level()", True,
+         lambda: [torch.eye(2).to_sparse_bsr((1, 1)).requires_grad_()]),
     ]
 
     def addcmul_add(a, b, c, d):
@@ -3486,20 +3572,23 @@ class FakeTimer:
     call down as it runs; spikes hit one call in 16 (the calls numbered `spikes` modulo 16, from 0); a coarse timer
     counts whole steps of `step` µs (a power of two: its multiples, and their differences, are exact); a call right
     after a cold call of the other side runs `second_faster` µs faster (that call warmed a cache for it; a warmed call
-    warms nothing), so in a round the second call is the faster. `calls` holds (with the layer?, the time returned)."""
+    warms nothing), so in a round the second call is the faster, by less and less where `fading_over` is set (nothing
+    from that call on: a cache that stays warm as the machine runs). `calls` holds (with the layer?, the time
+    returned)."""
 
     def __init__(self, cost: float, drift: float = 0.0, spikes: int | None = None, noise: float = 0.03, seed: int = 7,
-                 step: float = 0.0, second_faster: float = 0.0):
+                 step: float = 0.0, second_faster: float = 0.0, fading_over: int = 0):
         self.cost, self.drift, self.spikes, self.noise, self.step, self.calls = cost, drift, spikes, noise, step, []
-        self.second_faster, self.warmed = second_faster, False
+        self.second_faster, self.fading_over, self.warmed = second_faster, fading_over, False
         self.random = random.Random(seed)
 
     def _time(self, layer: bool) -> float:
         n = len(self.calls)
         spike = 40.0 if self.spikes is not None and n % 16 == self.spikes else 0.0
         self.warmed = bool(self.calls) and self.calls[-1][0] != layer and not self.warmed
+        faster = self.second_faster * (max(0.0, 1 - n / self.fading_over) if self.fading_over else 1.0)
         time = (2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike + (self.cost if layer else 0.0)
-                - (self.second_faster if self.warmed else 0.0))
+                - (faster if self.warmed else 0.0))
         self.calls.append((layer, round(time / self.step) * self.step if self.step else time))
         return self.calls[-1][1]
 
@@ -3861,7 +3950,10 @@ def layer_cost(path: Path) -> Result:
              "warms), whichever side it times", FakeTimer(0.0, second_faster=0.3), None, 15),
             ("the same machine, over 9 rounds (lesson 07's count)", FakeTimer(0.0, second_faster=0.3, seed=5), None,
              9),
-            ("a layer of 0.40 µs on a steady machine, over 16 rounds", FakeTimer(0.4, seed=8), 0.4, 16)]:
+            ("a layer of 0.40 µs on a steady machine, over 16 rounds", FakeTimer(0.4, seed=8), 0.4, 16),
+            ("a layer of 0.40 µs on a machine where the second call of a round runs faster, by 0.60 µs at first and by "
+             "nothing once 30 calls are made (a cache that stays warm)",
+             FakeTimer(0.4, second_faster=0.6, fading_over=30, seed=13), 0.4, 15)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
         measured.append((what, timer, rounds))
         made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}
@@ -3890,8 +3982,12 @@ def layer_cost(path: Path) -> Result:
             problems.append(f"{what}: you report {_shown(result)}, not a tuple (median, first quartile, third "
                             "quartile)")
         elif not abs(result[0] - cost) < cost / 4:
-            problems.append(f"{what}: you report a median of {result[0]:.3f} µs"
-                            + ("" if order else "; a statistic that one spike can move is the wrong one"))
+            firsts = [layer for layer, _ in timer.calls][-2 * rounds::2]
+            in_runs = timer.fading_over and sum(a != b for a, b in zip(firsts, firsts[1:])) < rounds - 1
+            problems.append(f"{what}: you report a median of {result[0]:.3f} µs" + (
+                "; your rounds take one order in runs (not reversed every other round), so the order follows the time, "
+                "and what going second does, which changes as the machine runs, lands in the differences"
+                if in_runs else "" if order else "; a statistic that one spike can move is the wrong one"))
         elif result[1] <= result[0] <= result[2]:
             if not (wrong := _not_from_the_rounds(result, timer.differences(rounds))):
                 continue
@@ -4085,14 +4181,6 @@ def load_before_aoti(path: Path) -> Result:
             for _ in range(4):  # a server: one call per request, on one file
                 answer.run(model_pt2, x)
             print("MAPPED", json.dumps({{"grew": models_mapped() - before}}))
-            served = (first, model_pt2, *{[str(model_file) for model_file in releases[:2] + held]!r})
-            for model_file in served:  # a server of eight models: each loaded once, then a request for each in turn
-                answer.run(model_file, x)
-            before = models_mapped()
-            for _ in range(2):
-                for model_file in served:
-                    answer.run(model_file, x)
-            print("IN TURN", json.dumps({{"grew": models_mapped() - before}}))
             before = models_mapped(kept_only=True)
             for release in {[str(release) for release in releases]!r}:  # releases deployed over one file in turn
                 shutil.copyfile(release, model_pt2)
@@ -4110,6 +4198,16 @@ def load_before_aoti(path: Path) -> Result:
                 os.replace(os.path.join(linked, "next"), os.path.join(linked, "current"))
                 answer.run(os.path.join(linked, "current", "model.pt2"), x)
             print("LINKED", json.dumps({{"grew": models_mapped(kept_only=True) - before}}))
+            # Last: a cache that keeps every model it loaded, up to more than a server holds, is full by now and
+            # would drop old releases as it takes new ones (the releases above: each replaces the last, none kept).
+            served = (first, model_pt2, *{[str(model_file) for model_file in releases[:2] + held]!r})
+            for model_file in served:  # a server of eight models: each loaded once, then a request for each in turn
+                answer.run(model_file, x)
+            before = models_mapped()
+            for _ in range(2):
+                for model_file in served:
+                    answer.run(model_file, x)
+            print("IN TURN", json.dumps({{"grew": models_mapped() - before}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -4583,6 +4681,9 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             to(columns).t(), to(columns * 3).t(), to(torch.ones(2, 3))),
         "two 2 x 2 tensors into an `out` that is a view at offset 5 of 14 elements (resized where it is)": lambda to: (
             to(x[:2, :2].clone()), to(y[:2, :2].clone()), to(torch.zeros(14))[5:]),
+        "a row expanded to 4 x 5 (stride 0) as `self`, a transposed view as `other`, into an empty `out` (aten lays "
+        "out a resized `out` by the inputs' strides)": lambda to: (
+            to(row[None]).expand(4, 5), to(columns).t(), to(torch.empty(0))),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
@@ -4710,7 +4811,8 @@ def _mul_out_problems() -> list[str]:
                 elif out.stride() != want.stride() and resized:
                     problems.append(f"on {case}: out holds the product, with strides {list(out.stride())} where aten's "
                                     f"has {list(want.stride())}: aten lays out an `out` it resizes as it lays out the "
-                                    "product (channels_last inputs, a channels_last `out`)")
+                                    "product, by the inputs' strides (channels_last, transposed or expanded inputs, a "
+                                    "channels_last `out`)")
                 elif out.stride() != want.stride():
                     problems.append(f"on {case}: out holds the product, with strides {list(out.stride())} where aten's "
                                     f"has {list(want.stride())}: out's memory is written as it is laid out")
@@ -5327,6 +5429,27 @@ def upcast_mode(path: Path) -> Result:
                                      f"x[:2], then raises: afterwards x holds {written.tolist()}, where without the "
                                      f"mode it holds {reference.tolist()}: what a kernel wrote into an argument before "
                                      f"it raised is in the caller's tensor, mode or not{hint}")
+            # The kernel's error reaches the caller as the kernel raised it (an `except IndexError`, a fallback on
+            # NotImplementedError), and the caller's thread as it was: grad mode on, after every call that raised.
+            raised = []
+            for context in (contextlib.nullcontext(), mode):
+                try:
+                    with context:
+                        torch.index_select(torch.ones(3, dtype=half), 0, torch.tensor([5]))
+                except Exception as error:  # noqa: BLE001 - which error: that is the point
+                    raised.append(type(error))
+                else:
+                    raised.append(None)
+            if raised[0] is not raised[1]:
+                got = raised[1].__name__ if raised[1] else "nothing"
+                return Result(False, f"torch.index_select(x, 0, [5]) in {str(half).removeprefix('torch.')} (row 5 of "
+                                     f"3): without the mode it raises {raised[0].__name__}, under yours {got}: a "
+                                     f"caller's `except {raised[0].__name__}:` no longer catches it. The kernel's "
+                                     f"error is the caller's, as it was raised{hint}")
+            if not torch.is_grad_enabled():
+                return Result(False, "after calls under your mode whose kernels raised, grad mode is off in the "
+                                     "caller's thread: its next training step builds no graph. A mode that changes "
+                                     f"thread-local state sets it back however the call ends (try/finally){hint}")
 
             class Outer(TorchDispatchMode):  # a mode of the caller's, entered outside yours (a profiler, say)
                 def __init__(self):
@@ -5375,9 +5498,13 @@ def _positives_on_symbolic_sizes(op, path: Path) -> str | None:
             with mode:
                 out = op(fakes["x"])
         except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything; that is the diagnosis
+            data = isinstance(error, torch._subclasses.fake_tensor.DataDependentOutputException) or (
+                "DataDependent" in type(error).__name__)  # torch's ShapeEnv says so: the kernel read values
             return (f"on {what} whose sizes are symbols (as torch.export with a Dim traces it), your fake kernel "
-                    f"raised {_raised(error, path)}: the count of positive elements is not in x's metadata, and a "
-                    "fake tensor has no data to count (lesson 10, section 6)")
+                    f"raised {_raised(error, path)}" + (": the count of positive elements is not in x's metadata, "
+                                                        "and a fake tensor has no data to count" if data else
+                                                        ": its sizes are symbols (SymInts), not numbers")
+                    + " (lesson 10, section 6)")
         if out.dim() != 1 or out.dtype != x.dtype or out.device != x.device:
             return (f"on {what} whose sizes are symbols, your fake kernel returns {out.dim()}-D {out.dtype} on "
                     f"{out.device}: the operator returns a 1-D tensor of x's dtype on x's device")

@@ -239,9 +239,9 @@ def walk(path: Path) -> Result:
         kwargs = kwargs or {}
         with context():
             try:
-                yours = _ending_within(3, lambda: kernels(op, *args, **kwargs))
+                yours = _ending_within(1, lambda: kernels(op, *args, **kwargs))
             except _WalkDidNotEnd:
-                return Result(False, f"{what}: your walk did not end within 3 s of processor time (a walk of the "
+                return Result(False, f"{what}: your walk did not end within 1 s of processor time (a walk of the "
                                      f"dispatcher's takes milliseconds): it picks the same key again and again?\nLook "
                                      f"again at {where_to_look}")
             actual = call_path(op, *args, **kwargs)

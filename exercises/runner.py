@@ -85,10 +85,10 @@ def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float
         lines = [line for file, line in re.findall(r'File "(.*)", line (\d+)', stacks_written) if file == str(path)]
         where = f" (it was at line {lines[0]} of your file)" if lines else ""
         if returncode == -signal.SIGPROF:  # the watchdog's processor-time limit
-            return Result(False, f"your code used {running_limit:.0f} s of processor time without finishing{where}: "
+            return Result(False, f"your code used {running_limit:g} s of processor time without finishing{where}: "
                                  "does it loop forever?")
         waited = running_limit * WATCHDOG.WALL_FACTOR
-        return Result(False, f"your code ran for {waited:.0f} s without finishing{where}, using little of the "
+        return Result(False, f"your code ran for {waited:g} s without finishing{where}, using little of the "
                              "processor: does it wait for something that never comes?")
     said = [line for line in output.splitlines() if line.strip() and not progress.is_progress_line(line)]
     last = said[-1] if said else ""

@@ -10,7 +10,9 @@ they need, in order, into the running process:
 
 Underneath, load_sources() is torch.utils.cpp_extension.load, with four additions:
 - a library name that carries a hash of every file involved (headers in csrc/ too), the compiler and its flags, so
-  an edit rebuilds and nothing else does;
+  an edit rebuilds and nothing else does; a layer's library that exists is loaded as it is, without running ninja
+  to confirm it (a file outside csrc/, such as an exercise answer, may include headers the hash does not see: ninja
+  still decides for it);
 - the flags of helpers/toolchain.py: -O3, the vector instructions torch chose for this CPU, OpenMP where it works,
   a precompiled header (probed once per machine);
 - a refusal, as a Python error, to load a second TORCH_LIBRARY for a namespace (helpers/guard.py): that would abort
@@ -139,13 +141,19 @@ def load_sources(name: str, sources: list[Path], label: str | None = None, optim
     library = _library(name, sources, [tools.compiler, *optimized, *ldflags])
     if str(library) not in torch.ops.loaded_libraries:
         guard.check_namespaces_free(label[:1].upper() + label[1:], sources)
+    start = time.perf_counter()
+    # A layer built before: its name's hash covers every input. (Not while torch's build lock is there: another
+    # process may be writing the library.)
+    if (library.exists() and not (library.parent / "lock").exists()
+            and all(paths.CSRC in source.parents for source in sources)):
+        torch.ops.load_library(str(library))
+        return Built(name.removeprefix("workbook_"), library, time.perf_counter() - start, compiled=False)
     # Built with the -O3 flags, and read at -O1 too. The same flags cold or warm: ninja rebuilds on a change.
     cflags = optimized + toolchain.precompiled_header(sources, cflags)
     library.parent.mkdir(parents=True, exist_ok=True)
     cold = not library.exists()
     if cold and toolchain.is_parallel(sources) and not tools.openmp.startswith("OpenMP on"):
         print(tools.openmp, file=sys.stderr)
-    start = time.perf_counter()
     try:
         with progress.Line(label) if cold else nullcontext():
             torch.utils.cpp_extension.load(

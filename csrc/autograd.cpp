@@ -124,7 +124,9 @@ at::Tensor& add_(c10::DispatchKeySet ks, at::Tensor& x, const at::Tensor& other)
   trace::Scope scope("add_", ks, x, other);
   if (!records_graph(x, other)) {
     // Nothing to record, but the write must still bump x's version: so not a guard that skips ADInplaceOrView too
-    // (as add's does), but a redispatch to the keys after autograd, ADInplaceOrView first (lesson 03).
+    // (as add's does), but a redispatch to the keys after autograd, ADInplaceOrView first (lesson 03), paired, as in
+    // torch's generated kernels, with a guard that keeps any call made below out of autograd.
+    at::AutoDispatchBelowAutograd below_autograd;
     static const auto op = handle<at::Tensor&(at::Tensor&, const at::Tensor&)>("workbook::add_");
     return op.redispatch(ks & c10::after_autograd_keyset, x, other);
   }
@@ -140,6 +142,7 @@ at::Tensor& add_out(c10::DispatchKeySet ks, const at::Tensor& x, const at::Tenso
   TORCH_CHECK(!records_graph(x, other, out),
               "workbook::add_out(): functions with out=... arguments don't support automatic differentiation, but one "
               "of the arguments requires grad. Call workbook::add instead.");
+  at::AutoDispatchBelowAutograd below_autograd;  // as with add_'s redispatch
   static const auto op = handle<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>("workbook::add_out");
   return op.redispatch(ks & c10::after_autograd_keyset, x, other, out);
 }

@@ -4,8 +4,9 @@
 //
 // where `ks` is the c10::DispatchKeySet the kernel received as its first argument. The
 // dispatcher hands each kernel the keyset it dispatched on, so the highest-priority key in
-// `ks` is the key this kernel was picked for. The event keeps (operator, that key, the whole
-// keyset, nesting depth, argument dtypes). Nesting: a Scope lives until the kernel returns, so
+// `ks` is the key this kernel was picked for (under torch's Python dispatcher, the top key but
+// PythonDispatcher: see Scope). The event keeps (operator, that key, the whole keyset, nesting
+// depth, argument dtypes). Nesting: a Scope lives until the kernel returns, so
 // a kernel that redispatches sees the next kernel record at depth + 1.
 //
 // One log per process, owned by trace_ops.cpp's library. Every other extension library that
@@ -75,8 +76,10 @@ class Scope {
     std::string dtypes;
     ((dtypes += (dtypes.empty() ? "" : ",") + std::string(c10::toString(args.scalar_type()))), ...);
     // The kernel's own key: the keyset's top one, but for PythonDispatcher. Under torch's Python dispatcher
-    // (torch.compile's and export's tracing) every kernel's keyset keeps that key, so that each redispatch goes back
-    // through it (c10::DispatchKeySet's FULL_AFTER mask always keeps it).
+    // (torch.compile's and export's tracing) each kernel is called with a keyset computed again from the arguments
+    // and the thread's include and exclude sets (Dispatcher::callBoxedForDispatchKey): it holds PythonDispatcher,
+    // and the kernel's own key on top of the rest where every kernel above excluded its key, as torch's generated
+    // autograd kernels and the workbook's do.
     const c10::DispatchKey key = ks.remove(c10::DispatchKey::PythonDispatcher).highestPriorityTypeId();
     l.events.push_back({op, key, ks, l.depth++, std::move(dtypes)});
   }

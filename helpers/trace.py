@@ -73,14 +73,15 @@ EMPTY_KEYSET = C.DispatchKeySet(C.DispatchKey.Undefined)
 def keys_after(key: C.DispatchKey) -> C.DispatchKeySet:
     """The keys below `key`: the mask a kernel at `key` hands a call on with, less PythonDispatcher. c10's mask
     (DispatchKeySet's FULL_AFTER constructor, c10/core/DispatchKeySet.h) always keeps that key, the top one, which
-    torch.compile's and export's tracing turn on: under torch's Python dispatcher every redispatch goes back through it
-    (tests/test_trace.py shows the kernels' keysets). A walk lists it once, at the top, then drops it, or it would
-    pick it again forever."""
+    torch.compile's and export's tracing turn on: under torch's Python dispatcher every redispatch goes back through it,
+    its kernel running again before each kernel below (tests/test_trace.py shows the kernels' keysets). A walk lists
+    it once, at the top, then drops it, or it would pick it again forever."""
     return C._dispatch_keyset_full_after(key) - C.DispatchKeySet(C.DispatchKey.PythonDispatcher)
 
 
 def key_names(keyset: C.DispatchKeySet) -> list[str]:
-    """The keys of a keyset, highest priority first."""
+    """The keys a walk down a keyset picks, highest priority first: one per functionality (with several backends, the
+    highest one's: a keyset of a CPU and a meta tensor walks AutogradMeta, then Meta)."""
     names = []
     # Removing keys can leave backend bits behind, so "empty" means: no key left to pick.
     while (key := keyset.highestPriorityTypeId()) != C.DispatchKey.Undefined:
@@ -272,9 +273,10 @@ def predict(op, *args, **kwargs) -> list[Step]:
 
 
 def _by_priority(a: Step, b: Step) -> int:
-    """Which of two keys the dispatcher tries first: the order key_names gives them in a keyset of both."""
-    both = key_names(C.DispatchKeySet(dispatch_key(a.key)) | C.DispatchKeySet(dispatch_key(b.key)))
-    return both.index(a.key) - both.index(b.key)
+    """Which of two keys the dispatcher tries first: the one the other is among the keys after (a keyset of both would
+    merge two backends' keys: AutogradCPU with Meta reads as AutogradMeta). Two backends of one kind: neither."""
+    first, second = dispatch_key(a.key), dispatch_key(b.key)
+    return -1 if keys_after(first).has(second) else 1 if keys_after(second).has(first) else 0
 
 
 def _python_handler(op, args, kwargs) -> tuple[str, C.DispatchKeySet | None]:

@@ -320,5 +320,14 @@ def test_under_the_python_dispatcher_a_walk_ends_and_every_kernel_below_still_ho
     with enable_python_dispatcher():
         assert trace.key_names(trace.keyset_of(a, b).effective)[0] == "PythonDispatcher"
         t = trace.call(torch.ops.workbook.add.default, a, b)
+        # add_ with nothing to record redispatches below autograd (its guard excludes the Autograd keys for the
+        # calls below, whose keysets the Python dispatcher computes again from the thread's sets).
+        in_place = trace.call(torch.ops.workbook.add_.default, torch.randn(3), torch.randn(3))
     assert t.predicted_path == ["PythonDispatcher", "AutogradCPU", "CPU"] and t.agrees, t
     assert all("PythonDispatcher" in event.keyset for event in t.own_events), t.own_events
+    assert in_place.predicted_path == ["PythonDispatcher", "AutogradCPU", "ADInplaceOrView", "CPU"], in_place
+    assert in_place.agrees, in_place
+    # Autocast excluded, AutogradCPU and Meta after BackendSelect: ordered without merging two backends' keys.
+    with enable_python_dispatcher():
+        moved = trace.predict(torch.ops.aten._to_copy.default, torch.randn(2, requires_grad=True), device="meta")
+    assert trace.path(moved) == ["PythonDispatcher", "AutogradCPU", "BackendSelect", "Meta"], moved

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import random
 import re
+import sys
 import traceback
 import warnings
 import weakref
@@ -1027,7 +1028,7 @@ def fallthrough(path: Path) -> Result:
         before, mode = trace.dispatch_table(op), torch._C._get_autograd_fallback_mode()
         library = torch.library.Library("exercise", "FRAGMENT")  # the reader's, apart from the definition's
         answer = load_python(path)  # kept: a Library the module holds lives as long as the module
-        thread = _thread_state()
+        thread, filters = _thread_state(), list(warnings.filters)
         answer.register(library)
         if changed := _thread_state_changes(thread):
             return Result(False, f"register changed this thread's state: {changed}. That changes every later call on "
@@ -1039,6 +1040,10 @@ def fallthrough(path: Path) -> Result:
             return Result(False, "register changed the dispatch table of exercise::doubled, another operator of the "
                                  "namespace, too: it loses its gradient (its Autograd keys fall through). The "
                                  "registration must change count_odd's dispatch table only (lesson 03, section 2).")
+        if list(warnings.filters) != filters:
+            return Result(False, "register changed Python's warning filters (warnings.filters): a process-wide "
+                                 "setting that outlives lib, and hides torch's warnings for every operator, not "
+                                 "count_odd's alone. The registration must change count_odd's dispatch table only.")
         if torch._C._get_autograd_fallback_mode() != mode:
             return Result(False, f"register changed torch's autograd fallback mode from {mode!r} to "
                                  f"{torch._C._get_autograd_fallback_mode()!r}: a process-wide mode, for every operator "
@@ -1047,8 +1052,12 @@ def fallthrough(path: Path) -> Result:
         problems = []
         hint = ("\nLook again at lesson 03, section 2: how an operator tells the dispatcher that a key has nothing to "
                 "do for it, on every backend.")
+        # A fallthrough at ADInplaceOrView changes nothing either: its backend fallback there is one already (lesson
+        # 03's csrc/fallthrough.cpp registers it, to say so).
         changed = [key for key in {**before, **table}
-                   if not key.startswith(("Autograd", "Undefined")) and table.get(key) != before.get(key)]
+                   if not key.startswith(("Autograd", "Undefined")) and table.get(key) != before.get(key)
+                   and not (key == "ADInplaceOrView" and table[key].fallthrough and before.get(key)
+                            and before[key].fallthrough)]
         if changed:
             shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
             problems.append(f"your registration changed count_odd's entries at keys outside autograd ({shown}): the "
@@ -1473,15 +1482,35 @@ def _inplace_tangents_kept_apart(op) -> str | None:
         y = torch.zeros(3)
         try:
             op(y, other)
-            op(y, other)
         except (NotImplementedError, RuntimeError):
             return None  # refused: no jvp
-        kept = forward_ad.unpack_dual(other).tangent
+        first = forward_ad.unpack_dual(y).tangent
+        first = None if first is None else first.clone()  # as it is now: the second call may write into it
+        try:
+            op(y, other)
+        except (NotImplementedError, RuntimeError):  # the second call refused: nothing kept to compare
+            kept = torch.ones(3)
+        else:
+            kept = forward_ad.unpack_dual(other).tangent
+    if first is None or not torch.equal(first, torch.ones(3)):
+        shown = "none" if first is None else first.tolist()
+        return (f"add_(y, other), y without a tangent and other a dual tensor of tangent [1, 1, 1] (forward-mode AD): "
+                f"y's tangent afterwards is {shown}, where torch's own y.add_(other) gives it other's, [1, 1, 1]. A "
+                "written input without a tangent of its own comes to the jvp as zeros, not as None")
     if not torch.equal(kept, torch.ones(3)):
         return (f"add_(y, other) twice, y without a tangent and other a dual tensor of tangent [1, 1, 1] (forward-mode "
                 f"AD): other's tangent became {kept.tolist()}: y's tangent was other's tangent tensor itself, and the "
                 "second add_ wrote into it. A tangent written in place is the written tensor's own")
     return None
+
+
+def _scale2_of_a_dual_in_no_grad(op):
+    """A call for _tangent_kept: scale2 of a dual tensor inside torch.no_grad(), where torch's own 2 * x keeps the
+    tangent (forward-mode AD does not depend on grad mode)."""
+    def call(make_dual):
+        with torch.no_grad():
+            return op(make_dual(torch.ones(3), torch.full((3,), 5.0)))
+    return call
 
 
 def _tangent_kept(call, given: str, want: float, function: str) -> str | None:
@@ -2307,7 +2336,10 @@ def redispatch(path: Path) -> Result:
         if told := (_tangent_kept(lambda make_dual: op(make_dual(torch.ones(3), torch.full((3,), 5.0))),
                                   "a dual tensor x of tangent [5, 5, 5], scale2(x)", 10.0, "Scale2")
                     or _scale2_saves_nothing(op) or _scale2_gradient_left_alone(op)
-                    or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x")):
+                    or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x")
+                    or _tangent_kept(_scale2_of_a_dual_in_no_grad(op), "a dual tensor x of tangent [5, 5, 5], scale2(x) "
+                                     "inside torch.no_grad() (forward mode does not depend on grad mode)", 10.0,
+                                     "Scale2")):
             return Result(False, f"{told}\nLook again at {_PASSING_ON}")
         # Backward differentiated in its turn, with respect to the output's gradient v: what
         # torch.autograd.functional.jvp computes, by the double-backward trick.
@@ -3391,7 +3423,10 @@ def vmap_rule(path: Path) -> Result:
                 ("x [4, 2, 3] and y [4, 3, 2], both batched in dimension 0: as many elements, other shapes",
                  torch.randn(4, 2, 3), torch.randn(4, 3, 2), (0, 0)),
                 ("x and y [4, 2, 5, 6], both batched in dimension 0: examples of three dimensions",
-                 torch.randn(4, 2, 5, 6), torch.randn(4, 2, 5, 6), (0, 0))]:
+                 torch.randn(4, 2, 5, 6), torch.randn(4, 2, 5, 6), (0, 0)),
+                ("an empty batch, x [0, 2, 3] and y [0, 4, 3], both batched in dimension 0: examples of 2 and of 4 "
+                 "rows, though there is none (torch's own (x * y).sum(1) refuses them under vmap)",
+                 torch.randn(0, 2, 3), torch.randn(0, 4, 3), (0, 0))]:
             try:
                 out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
             except Exception:  # noqa: BLE001 - refused, as each example's call is
@@ -3826,6 +3861,24 @@ def _layer_cost_keeps_warn_only(answer) -> str | None:
     return None
 
 
+def _layer_cost_keeps_flush_denormal(answer) -> str | None:
+    """A caller that flushes denormal numbers to zero (torch.set_flush_denormal(True), for speed): a measurement leaves
+    it on. (torch has no getter for it: a function that sets it back to off, the default, turns the caller's off.)"""
+    if not torch.set_flush_denormal(True):  # a CPU without the flag: nothing to keep
+        return None
+    try:
+        timer = FakeTimer(0.4, seed=15)
+        answer(timer.with_layer, timer.without, rounds=15)
+        left_on = _flushes_denormals()
+    finally:
+        torch.set_flush_denormal(False)
+    if not left_on:
+        return ("for a caller that flushes denormal numbers to zero (torch.set_flush_denormal(True)), your function "
+                "turned it off: it set the flag back to the default, not to what it found (torch has no getter for "
+                "it). A measurement leaves process-wide settings as it found them")
+    return None
+
+
 def _layer_cost_same(name: str, old, new) -> bool:
     if name == _FROZEN:  # frozen objects that die leave the count: only more frozen, or most unfrozen, is a change
         return old // 2 <= new <= old
@@ -4039,7 +4092,8 @@ def layer_cost(path: Path) -> Result:
         return Result(False, f"after your function ran, {changed}: a measurement leaves process-wide settings as it "
                              "found them, even if it changes them while it times, and even when a timer raises (what "
                              "timeit does to garbage collection, it undoes in a finally)")
-    if wrong := _layer_cost_keeps_warn_only(answer) or _layer_cost_warning_as_error(answer):
+    if wrong := (_layer_cost_keeps_warn_only(answer) or _layer_cost_warning_as_error(answer)
+                 or _layer_cost_keeps_flush_denormal(answer)):
         return Result(False, wrong)
     if torch.get_num_interop_threads() != interop:
         return Result(False, f"after your function ran, torch's inter-op threads went from {interop} to "
@@ -4268,7 +4322,8 @@ def load_before_aoti(path: Path) -> Result:
                              "returned a result: the input checks that AOTI_RUNTIME_CHECK_INPUTS=1 turns on, which "
                              f"refuse it, did not run.{hint}.")
     if not one_row[0]["grad_mode"]:
-        return Result(False, "in the fresh Python, grad mode was off after run() raised (the package refused a batch "
+        return Result(False, "in the fresh Python, grad mode was off after your file was imported and run() raised "
+                             "(the package refused a batch "
                              "of 1 row), where it was on before: code that changes thread-local state must restore it "
                              "on every way out, an error's included (lesson 00, section 2).")
     if one_row[0]["threads"][0] != one_row[0]["threads"][1]:
@@ -4378,6 +4433,14 @@ def _stable_add_refused() -> list[tuple]:
     ]
 
 
+_NOT_IMPLEMENTED_REFUSAL = (
+    "on {what}, as torch.compile traces them, your fake kernel refused the call with NotImplementedError: torch.compile "
+    "reads that from a fake kernel as \"no fake implementation\" and breaks the graph there, instead of refusing "
+    "while tracing (the call then fails in eager, or fullgraph=True reports an unsupported operator). The CPU kernel's "
+    "refusals are RuntimeErrors, as TORCH_CHECK raises.\nLook again at lesson 02: the workbook's Meta kernels "
+    "(csrc/meta.cpp) check what its CPU kernels check, with TORCH_CHECK.")
+
+
 @exercise("08.stable_autograd", "hard")
 def stable_autograd(path: Path) -> Result:
     from torch.autograd.gradcheck import GradcheckError
@@ -4457,15 +4520,20 @@ def stable_autograd(path: Path) -> Result:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with FakeTensorMode() as mode:
-        dense, coo, csr, csc = (mode.from_tensor(t) for t in (torch.ones(3, 4), torch.ones(3, 4).to_sparse(),
-                                                               torch.ones(3, 4).to_sparse_csr(),
-                                                               torch.ones(3, 4).to_sparse_csc()))
+        dense, coo, csr, csc, bsr, bsc = (mode.from_tensor(t) for t in (
+            torch.ones(3, 4), torch.ones(3, 4).to_sparse(), torch.ones(3, 4).to_sparse_csr(),
+            torch.ones(3, 4).to_sparse_csc(), torch.ones(4, 4).to_sparse_bsr((2, 2)),
+            torch.ones(4, 4).to_sparse_bsc((2, 2))))
         for what, a, b in (("two sparse (COO) float32 fake tensors", coo, coo),
                            ("a dense `self` and a sparse (COO) `other`, float32 fake tensors", dense, coo),
                            ("two sparse (CSR) float32 fake tensors", csr, csr),
-                           ("two sparse (CSC) float32 fake tensors", csc, csc)):
+                           ("two sparse (CSC) float32 fake tensors", csc, csc),
+                           ("two sparse (BSR) float32 fake tensors", bsr, bsr),
+                           ("two sparse (BSC) float32 fake tensors", bsc, bsc)):
             try:
                 op(a, b)
+            except NotImplementedError:
+                return Result(False, _NOT_IMPLEMENTED_REFUSAL.format(what=what))
             except Exception:  # noqa: BLE001 - any error refuses the call, as eager's does
                 continue
             return Result(False, f"on {what}, as torch.compile traces them, your fake kernel accepted a layout the "
@@ -4481,6 +4549,8 @@ def stable_autograd(path: Path) -> Result:
             on_device = torch.empty(3, 4, device=device)
             try:
                 op(on_device, on_device)
+            except NotImplementedError:
+                return Result(False, _NOT_IMPLEMENTED_REFUSAL.format(what=f"two float32 fake tensors on {device}"))
             except Exception:  # noqa: BLE001 - any error refuses the call
                 continue
             return Result(False, f"on two float32 fake tensors on {device}, as torch.compile and torch.export trace "
@@ -5478,6 +5548,20 @@ def upcast_mode(path: Path) -> Result:
             return Result(False, f"fp32_only on two float64 tensors: the kernel received {got} "
                                  f"and the output is {wide.dtype}: a call with no float16 or bfloat16 tensor runs as "
                                  f"it is{hint}")
+        # A project whose default dtype is float64 (torch.set_default_dtype): a float32 copy all the same.
+        received.clear()
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            with contextlib.suppress(Exception), mode:  # what the kernel received is the point
+                torch.ops.exercise.fp32_only(torch.ones(2, dtype=torch.float16), torch.ones(2, dtype=torch.float16))
+        finally:
+            torch.set_default_dtype(default)
+        if received[:1] != [("fp32_only", (torch.float32, torch.float32))]:
+            got = ", ".join(str(d).removeprefix("torch.") for d in received[0][1]) if received else "nothing"
+            return Result(False, f"fp32_only on two float16 tensors, in a project whose default dtype is float64 "
+                                 f"(torch.set_default_dtype): the kernel received {got}: a float32 copy is float32, "
+                                 f"whatever the default dtype{hint}")
     finally:
         library._destroy()
     return Result(True, "no kernel saw a float16 or bfloat16 tensor; outputs in the call's dtype (counts as they "
@@ -5516,7 +5600,9 @@ def _positives_on_symbolic_sizes(op, path: Path) -> str | None:
             return (f"on {what} whose sizes are symbols, your fake kernel's output has {size} elements: a number or "
                     "an expression of x's sizes, where the count depends on x's values")
         bound = mode.shape_env.var_to_range[out.shape[0].node.expr].upper
-        if bound != int_oo:  # x's sizes are symbols without an upper bound: so is its count of positive elements
+        # x's sizes are symbols without an upper bound: so is its count of positive elements. (torch's own fake kernel
+        # for x[x > 0] bounds it by sys.maxsize - 1, more than any tensor holds.)
+        if bound != int_oo and bound < sys.maxsize - 1:
             return (f"on {what} whose sizes are symbols, the count your fake kernel gives is at most {bound}: x may "
                     "have more elements than that, all positive, and compiled code then refuses an input eager takes "
                     "(lesson 10, section 6)")

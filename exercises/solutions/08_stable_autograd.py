@@ -6,15 +6,15 @@ it, from Python:
 - a fake kernel: what its CPU kernel returns, without data (shape, dtype, device, strides), for every dtype and layout
   the CPU kernel takes, on fake tensors with symbolic sizes (kept symbolic: torch.compile(dynamic=True) and export with
   a Dim) and on meta tensors; and, as the workbook's C++ Meta kernels do, refusing every call the CPU kernel refuses
-  (read its checks), with the error they raise (RuntimeError), so that torch.compile and torch.export refuse while
-  tracing what eager refuses;
+  (read its checks), with the error they raise (RuntimeError; not NotImplementedError, which torch.compile reads as
+  a missing fake kernel), so that torch.compile and torch.export refuse while tracing what eager refuses;
 - a backward (setup_context and backward, for torch.library.register_autograd).
 The check runs opcheck on every dtype the CPU kernel takes, with every combination of requires_grad, on contiguous,
 transposed, expanded and empty inputs; gradcheck, gradgradcheck, and a backward from a float64 grad_output of random
 values; the fake kernel on meta and on symbolic-size fake tensors; and calls the CPU kernel refuses (dtypes, shapes,
-layouts, devices), on meta tensors (one beside a CPU tensor) and, for sparse layouts (COO, CSR, CSC) and other devices
-(cuda, xpu, mps, mtia, xla, maia, ipu, hip, vulkan, ve, fpga, lazy, hpu, and lesson 09's own privateuseone), on fake
-tensors (refusals that always run: not assert statements, which python -O drops); and two calls before their two
+layouts, devices), on meta tensors (one beside a CPU tensor) and, for sparse layouts (COO, CSR, CSC, BSR, BSC) and other
+devices (cuda, xpu, mps, mtia, xla, maia, ipu, hip, vulkan, ve, fpga, lazy, hpu, and lesson 09's own privateuseone), on
+fake tensors (refusals that always run: not assert statements, which python -O drops); and two calls before their two
 backwards, of one dtype and of two.
 """
 

@@ -6,6 +6,8 @@ import re
 import sys
 import time
 
+import pytest
+
 import exercises
 from exercises import runner, toolkit
 from helpers import paths
@@ -54,23 +56,19 @@ def test_a_crash_quotes_the_last_line_the_process_printed(tmp_path):
         "the check's process died (SIGSEGV) while running your code; its last words: about to crash")
 
 
-def test_a_loop_in_python_is_reported_after_the_running_limit_with_its_line(tmp_path):
+@pytest.mark.parametrize("code, running_limit, diagnosis", [
+    # A loop: reported once it has used the limit in processor time.
+    ("n = 0\nwhile True:\n    n += 1\n", 0.5,
+     "your code used 0.5 s of processor time without finishing (it was at line 3 of your file): does it loop forever?"),
+    # A wait uses none: reported after five times the limit on the clock.
+    ("import threading\n\nthreading.Event().wait()\n", 0.2,
+     "your code ran for 1 s without finishing (it was at line 3 of your file), using little of the processor: does it "
+     "wait for something that never comes?")], ids=["loop", "wait"])
+def test_code_that_never_finishes_is_reported_with_its_line(tmp_path, code, running_limit, diagnosis):
     answer = tmp_path / "01_schema.py"
-    answer.write_text("n = 0\nwhile True:\n    n += 1\n")
+    answer.write_text(code)
     start = time.monotonic()
-    result = runner.run("01.schema", answer, running_limit=0.5)
-    assert result.diagnosis == ("your code used 0.5 s of processor time without finishing (it was at line 3 of your "
-                                "file): does it loop forever?")
-    assert time.monotonic() - start < 30
-
-
-def test_code_that_waits_forever_is_reported_after_five_times_the_running_limit(tmp_path):
-    answer = tmp_path / "01_schema.py"
-    answer.write_text("import threading\n\nthreading.Event().wait()\n")
-    start = time.monotonic()
-    result = runner.run("01.schema", answer, running_limit=0.2)
-    assert result.diagnosis == ("your code ran for 1 s without finishing (it was at line 3 of your file), using little "
-                                "of the processor: does it wait for something that never comes?")
+    assert runner.run("01.schema", answer, running_limit=running_limit).diagnosis == diagnosis
     assert time.monotonic() - start < 30
 
 

@@ -11,7 +11,8 @@ one), its conjugate and a negative view, on a sparse CSR tensor, which no kernel
 AD, inside torch.no_grad() too: the right tangent, or a refusal), on a tensor subclass with `__torch_dispatch__`
 (torch's TwoTensor), and from two threads at once. Each call, the refused one too, must leave the thread's dispatch
 state as it found it, and backward must stay differentiable (create_graph=True), leave the gradient it receives as it
-is, keep nothing it does not need (x may change after the call), and leave no cycle that keeps the output alive.
+is, keep nothing it does not need (x may change after the call), take a gradient that arrives undefined (a node below
+that gives none), and leave no cycle that keeps the output alive.
 """
 
 import torch

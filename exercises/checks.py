@@ -213,6 +213,9 @@ def _walk_cases():
         ("aten::empty.memory_format([2], dtype=torch.qint8, device=\"meta\"), a quantized dtype on meta (asked, not "
          "called)", torch.ops.aten.empty.memory_format, ([2],), nullcontext, _BACKEND_SELECT,
          {"dtype": torch.qint8, "device": "meta"}),
+        ("aten::_to_copy(y) with Meta in the thread's include set (as FakeTensorMode runs a kernel: "
+         "torch._C._IncludeDispatchKeyGuard)", torch.ops.aten._to_copy.default, (y,),
+         lambda: torch._C._IncludeDispatchKeyGuard(torch._C.DispatchKey.Meta), _BACKEND_SELECT_TENSORS),
         ("aten::mm(a, b), a requiring grad, under torch's Python dispatcher (torch._dispatch.python."
          "enable_python_dispatcher(), which torch.compile's tracing enters)", torch.ops.aten.mm.default,
          (a.detach().clone().requires_grad_(), b), enable_python_dispatcher, _PYTHON_DISPATCHER),
@@ -2172,6 +2175,32 @@ def _scale2_saves_nothing(op) -> str | None:
     return None
 
 
+def _scale2_gradient_undefined(op) -> str | None:
+    """A node below that gives no gradient (lesson 04, section 3: DropsItsGradient): autograd hands scale2's backward an
+    undefined gradient, zeros unless the Function asked for None (set_materialize_grads(False)); x's gradient is zeros."""
+    class DropsItsGradient(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return None
+
+    x = torch.ones(3, requires_grad=True)
+    try:
+        DropsItsGradient.apply(op(x)).sum().backward()
+    except (TypeError, RuntimeError) as error:
+        return (f"DropsItsGradient.apply(scale2(x)).sum().backward(), a node below that gives no gradient (lesson 04, "
+                f"section 3): {type(error).__name__}: {str(error).splitlines()[0][:160]}. Your backward received an "
+                "undefined gradient (None), which it could not take: autograd hands over zeros unless a Function asks "
+                "for None")
+    if x.grad is not None and not torch.equal(x.grad, torch.zeros(3)):
+        return (f"DropsItsGradient.apply(scale2(x)).sum().backward(): x.grad is {x.grad.tolist()}, where no gradient "
+                "came down to scale2: zeros")
+    return None
+
+
 def _scale2_gradient_left_alone(op) -> str | None:
     """Backward leaves the gradient it receives as it is: the caller's grad_outputs, and what autograd hands another
     edge of the same node (here x's own + x), are that tensor."""
@@ -2339,7 +2368,8 @@ def redispatch(path: Path) -> Result:
                     or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x")
                     or _tangent_kept(_scale2_of_a_dual_in_no_grad(op), "a dual tensor x of tangent [5, 5, 5], scale2(x) "
                                      "inside torch.no_grad() (forward mode does not depend on grad mode)", 10.0,
-                                     "Scale2")):
+                                     "Scale2")
+                    or _scale2_gradient_undefined(op)):
             return Result(False, f"{told}\nLook again at {_PASSING_ON}")
         # Backward differentiated in its turn, with respect to the output's gradient v: what
         # torch.autograd.functional.jvp computes, by the double-backward trick.
@@ -2587,6 +2617,17 @@ def register_autocast(path: Path) -> Result:
                                  "not in `lib`. Registered without lib=, it stays for the life of the process, and "
                                  "nothing can remove it; in a Library of your own, it stays as long as that object, "
                                  "out of the caller's reach (lesson 05, section 7)")
+        # Registered again in a new Library, once the first is gone (a test's fixture, a plugin reloaded).
+        second = torch.library.Library("exercise", "IMPL")
+        try:
+            answer.register(second)
+            with torch.autocast("cpu"):
+                problem = call("after the first Library was destroyed and register() given a new one (a test fixture, "
+                               "a plugin reloaded), in a region", activation, weight, torch.bfloat16)
+        finally:
+            second._destroy()
+        if problem:
+            return Result(False, problem)
         return Result(True, "inside autocast mm2 ran in bfloat16 on float32, float16 and bfloat16 inputs, with "
                             "gradients, as it was on float64 and integer ones, in float32 after the region, on a "
                             "weight's and a parameter's new values in a second region, and in bfloat16 in a float16 "
@@ -3431,8 +3472,8 @@ def vmap_rule(path: Path) -> Result:
                 out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
             except Exception:  # noqa: BLE001 - refused, as each example's call is
                 continue
-            return Result(False, f"with {what}, which the kernel refuses for each example (two shapes, or two "
-                                 f"dtypes), vmap with your rule returned a result of shape {list(out.shape)}: a rule "
+            return Result(False, f"with {what}, which the kernel refuses for each example (two shapes, two dtypes, or "
+                                 f"examples that are not 2-D), vmap with your rule returned a result of shape {list(out.shape)}: a rule "
                                  "that broadcasts or casts the inputs makes a call the operator never accepts, so a "
                                  "batched model computes what the unbatched one refuses. Hand the kernel the inputs "
                                  "as they are, their batch dimension lined up (lesson 06, section 6)")

@@ -2118,7 +2118,7 @@ def backward(path: Path) -> Result:
         torch.library.register_autograd("exercise::cube", answer.backward, setup_context=answer.setup_context,
                                         lib=library)
         cube = torch.ops.exercise.cube
-        if problem := _cube_samples(cube) or _cube_beyond_the_samples(cube):
+        if problem := _cube_samples(cube) or _gradient_undefined(cube, "cube") or _cube_beyond_the_samples(cube):
             return Result(False, problem)
         x = torch.tensor(_CUBE_SAMPLES[0][1], dtype=torch.float64, requires_grad=True)
         if not torch.autograd.gradcheck(cube, (x,), raise_exception=False):
@@ -2175,8 +2175,8 @@ def _scale2_saves_nothing(op) -> str | None:
     return None
 
 
-def _scale2_gradient_undefined(op) -> str | None:
-    """A node below that gives no gradient (lesson 04, section 3: DropsItsGradient): autograd hands scale2's backward an
+def _gradient_undefined(op, name: str) -> str | None:
+    """A node below that gives no gradient (lesson 04, section 3: DropsItsGradient): autograd hands `op`'s backward an
     undefined gradient, zeros unless the Function asked for None (set_materialize_grads(False)); x's gradient is zeros."""
     class DropsItsGradient(torch.autograd.Function):
         @staticmethod
@@ -2191,13 +2191,13 @@ def _scale2_gradient_undefined(op) -> str | None:
     try:
         DropsItsGradient.apply(op(x)).sum().backward()
     except (TypeError, RuntimeError) as error:
-        return (f"DropsItsGradient.apply(scale2(x)).sum().backward(), a node below that gives no gradient (lesson 04, "
+        return (f"DropsItsGradient.apply({name}(x)).sum().backward(), a node below that gives no gradient (lesson 04, "
                 f"section 3): {type(error).__name__}: {str(error).splitlines()[0][:160]}. Your backward received an "
                 "undefined gradient (None), which it could not take: autograd hands over zeros unless a Function asks "
                 "for None")
     if x.grad is not None and not torch.equal(x.grad, torch.zeros(3)):
-        return (f"DropsItsGradient.apply(scale2(x)).sum().backward(): x.grad is {x.grad.tolist()}, where no gradient "
-                "came down to scale2: zeros")
+        return (f"DropsItsGradient.apply({name}(x)).sum().backward(): x.grad is {x.grad.tolist()}, where no gradient "
+                f"came down to {name}: zeros")
     return None
 
 
@@ -2369,7 +2369,7 @@ def redispatch(path: Path) -> Result:
                     or _tangent_kept(_scale2_of_a_dual_in_no_grad(op), "a dual tensor x of tangent [5, 5, 5], scale2(x) "
                                      "inside torch.no_grad() (forward mode does not depend on grad mode)", 10.0,
                                      "Scale2")
-                    or _scale2_gradient_undefined(op)):
+                    or _gradient_undefined(op, "scale2")):
             return Result(False, f"{told}\nLook again at {_PASSING_ON}")
         # Backward differentiated in its turn, with respect to the output's gradient v: what
         # torch.autograd.functional.jvp computes, by the double-backward trick.

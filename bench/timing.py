@@ -23,7 +23,8 @@ def seconds(fn, *args, min_sample_time: float = 0.05, samples: int = 7) -> float
     for _ in range(3):
         fn(*args)
     start, calls = time.perf_counter(), 0
-    while time.perf_counter() - start < min_sample_time:
+    while calls == 0 or time.perf_counter() - start < min_sample_time:  # one call at least: the process may be
+        # descheduled for longer than min_sample_time (a loaded machine), before the first call
         fn(*args)
         calls += 1
     times = []

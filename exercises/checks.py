@@ -274,6 +274,12 @@ def walk(path: Path) -> Result:
         if not (result := walked("exercise::answer(41): no tensor argument, a CompositeExplicitAutograd kernel",
                                  torch.ops.exercise.answer.default, (41,), where_to_look=_UNDEFINED)).passed:
             return result
+        from torch._dispatch.python import enable_python_dispatcher
+
+        if not (result := walked("exercise::answer(41) under torch's Python dispatcher: a kernel before the keyset "
+                                 "runs out", torch.ops.exercise.answer.default, (41,), enable_python_dispatcher,
+                                 _UNDEFINED)).passed:
+            return result
     with operator("answer_cpu(int n) -> int", lambda n: n + 1, key="CPU"):  # the call raises: no kernel runs
         if not (result := walked("exercise::answer_cpu(41): no tensor argument, a CPU kernel only (the call raises "
                                  "\"There were no tensor arguments\")", torch.ops.exercise.answer_cpu.default, (41,),
@@ -310,7 +316,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 6} calls walked as the dispatcher walks them, two of them again after a "
+    return Result(True, f"all {len(cases) + 7} calls walked as the dispatcher walks them, two of them again after a "
                         "registration; none of them made")
 
 
@@ -1988,6 +1994,23 @@ def _cube_saved_as_given(cube) -> str | None:
     return None
 
 
+def _cube_batched_backward(cube) -> str | None:
+    """Backward under vmap: autograd.grad(..., is_grads_batched=True), as jacobian(vectorize=True) and hessian run it.
+    A backward built of torch operations on the tensors it receives batches; one that writes into a tensor it made
+    does not (copy_ into an unbatched tensor)."""
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    try:
+        (rows,) = torch.autograd.grad(cube(x), x, torch.eye(3, dtype=torch.float64), is_grads_batched=True)
+    except RuntimeError as error:
+        return (f"a batched backward (torch.autograd.grad(cube(x), x, torch.eye(3), is_grads_batched=True), as "
+                f"jacobian(vectorize=True) runs it: your backward under vmap): RuntimeError: "
+                f"{str(error).splitlines()[0][:200]}. A backward made of torch operations on the tensors it receives "
+                f"runs under vmap ({_CUBE_DIFFERENTIABLE})")
+    if not torch.allclose(rows, torch.diag(3 * x.detach() ** 2)):
+        return f"a batched backward (is_grads_batched=True): the Jacobian's rows are {rows.tolist()}, right diag(3x^2)"
+    return None
+
+
 def _cube_third_derivative(cube) -> str | None:
     """d3/dx3 of x ** 3 is 6 everywhere: a backward built from torch operators is differentiable as often as they
     are; one whose own pieces stop the graph (a detach, a Function without a differentiable backward) is not. And a
@@ -2128,7 +2151,7 @@ def backward(path: Path) -> Result:
         if problem := (_cube_third_derivative(cube) or _cube_saves_through_autograd(cube)
                        or _cube_outputs_freed(cube) or _cube_ctx_holds_no_tensor(cube)
                        or _cube_gradients_owned(cube) or _cube_after_a_data_write(cube)
-                       or _cube_saved_as_given(cube)):
+                       or _cube_saved_as_given(cube) or _cube_batched_backward(cube)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -5288,6 +5311,29 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
     ]
 
 
+def _upcast_after_a_redefinition(mode) -> str | None:
+    """One operator name defined again with another schema (a notebook's cell run again, a test's fixture), a call of
+    each under the mode: the second writes its argument, and the caller's tensor must hold the write."""
+    def written(x):
+        x.mul_(2)
+        return x
+
+    for schema, kernel in (("redefined(Tensor x) -> Tensor", lambda x: x * 2),
+                           ("redefined(Tensor(a!) x) -> Tensor(a!)", written)):
+        with operator(schema, kernel) as library:
+            x = torch.ones(3, dtype=torch.float16)
+            try:
+                with mode:
+                    torch.ops.exercise.redefined.default(x)
+            finally:
+                library._destroy()
+    if not torch.equal(x, torch.full((3,), 2.0, dtype=torch.float16)):
+        return (f"exercise::redefined(Tensor x) called under the mode, then the Library destroyed and the name defined "
+                f"again as redefined(Tensor(a!) x), which writes x: after a call, x holds {x.tolist()}, where the "
+                "kernel wrote 2s: your mode used what it had kept of the first schema. It keeps nothing between calls")
+    return None
+
+
 def _upcast_arguments_differ(args, ref_args) -> str | None:
     """Where the tensor arguments of a call under the mode (and the tensors they are views of) hold other values than
     those of the same call in float32 without it: a written argument not written, or written elsewhere."""
@@ -5578,7 +5624,8 @@ def upcast_mode(path: Path) -> Result:
                                      f"never saw fp32_only: your mode hid the calls it made from the modes below it "
                                      f"on the stack. func(...) hands the call on to them (lesson 10, section 1: "
                                      f"modes stacked){hint}")
-        if problem := _upcast_across_calls(mode) or _upcast_traced(mode) or _upcast_on_fake_cuda(mode, received):
+        if problem := (_upcast_across_calls(mode) or _upcast_traced(mode) or _upcast_on_fake_cuda(mode, received)
+                       or _upcast_after_a_redefinition(mode)):
             return Result(False, f"{problem}{hint}")
         # float64 and integer calls: nothing to cast, so nothing cast.
         received.clear()

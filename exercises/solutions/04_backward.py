@@ -12,7 +12,8 @@ then double backward (0 included), gradcheck and gradgradcheck: backward must it
 leave the tensors it receives as they are; when x is changed in place after forward (transposed, float16 or bfloat16
 too), backward must be refused, as it is for torch's own operators, and a fresh forward on the changed x must give its
 gradient; when the output is changed in place after forward, backward must still give x's gradient. Then a third
-derivative (0 included), a backward with create_graph=True after a plain one on the same graph, and a call under
+derivative (0 included), a batched backward (autograd.grad's is_grads_batched=True, as jacobian(vectorize=True) runs
+it), a backward with create_graph=True after a plain one on the same graph, and a call under
 torch.autograd.graph.saved_tensors_hooks (what save_on_cpu and activation checkpointing use), which must see what
 forward saves, and be all that keeps it (an activation the caller drops is freed); an output the caller drops must be
 freed at once, with no reference cycle.

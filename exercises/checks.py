@@ -213,6 +213,8 @@ def _walk_cases():
         ("aten::empty.memory_format([2], dtype=torch.qint8, device=\"meta\"), a quantized dtype on meta (asked, not "
          "called)", torch.ops.aten.empty.memory_format, ([2],), nullcontext, _BACKEND_SELECT,
          {"dtype": torch.qint8, "device": "meta"}),
+        ("aten::cat((a, a)) on meta tensors, given as a tuple", torch.ops.aten.cat.default,
+         ((a.to("meta"), a.to("meta")),), nullcontext, tensors),
         ("aten::_to_copy(y) with Meta in the thread's include set (as FakeTensorMode runs a kernel: "
          "torch._C._IncludeDispatchKeyGuard)", torch.ops.aten._to_copy.default, (y,),
          lambda: torch._C._IncludeDispatchKeyGuard(torch._C.DispatchKey.Meta), _BACKEND_SELECT_TENSORS),
@@ -508,6 +510,10 @@ def alias_annotations(path: Path) -> Result:
                      f"{_ALIAS_TYPES[arg.name]}"
                      for arg in op._schema.arguments if str(arg.type) != _ALIAS_TYPES.get(arg.name, str(arg.type))]:
             problems += wrong
+            continue
+        if defaulted := [arg.name for arg in op._schema.arguments if arg.has_default_value()]:
+            problems.append(f"{name}: `{defaulted[0]}` has a default, where the task's argument has none: a caller who "
+                            "leaves it out is not refused, and gets a value the schema made up")
             continue
         if broken := _broken_promises(name, op._schema, tags, truth):
             problems += broken
@@ -1252,8 +1258,9 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
     elif "ADInplaceOrView" not in ran:
         problems.append("exercise::add_'s ADInplaceOrView kernel did not run: forward's call went on below autograd "
                         "past that key. torch's own Autograd kernels for in-place and view operators hand the call on "
-                        "to it, where such an operator's version and view bookkeeping lives; a guard and a call from "
-                        f"the top skip it, as add's no-graph branch does for a functional operator ({_BELOW})")
+                        "to it, where such an operator's version and view bookkeeping lives; a keyset past it, or the "
+                        "AutoDispatchBelowADInplaceOrView guard and a call from the top, skip it, as add's no-graph "
+                        f"branch does for a functional operator ({_BELOW})")
     if y._version == 0:
         problems.append("y's version counter did not move: autograd was not told that y changed")
     (y * 5).sum().backward()
@@ -1994,6 +2001,30 @@ def _cube_saved_as_given(cube) -> str | None:
     return None
 
 
+def _cube_first_on_meta(path: Path) -> str | None:
+    """Your file loaded afresh, its backward first run on meta tensors (shape inference, a model built on the meta
+    device), then on CPU ones: whatever backward makes, it makes for the tensors of each call."""
+    answer = load_python(path)
+    with operator("cube_again(Tensor x) -> Tensor", _real_cube) as library:
+        library.impl("cube_again", _real_cube, "Meta")
+        torch.library.register_autograd("exercise::cube_again", answer.backward, setup_context=answer.setup_context,
+                                        lib=library)
+        cube = torch.ops.exercise.cube_again
+        for device in ("meta", "cpu"):
+            x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, device=device, requires_grad=True)
+            try:
+                (grad,) = torch.autograd.grad(cube(x).sum(), x)
+            except RuntimeError as error:
+                return (f"your file loaded afresh, a backward on meta tensors first, then one on CPU tensors: the "
+                        f"{device} one raised RuntimeError: {str(error).splitlines()[0][:160]}. Something backward "
+                        "made at its first call (on meta) was used again: what backward computes, it computes from "
+                        f"the tensors of each call ({_CUBE_DIFFERENTIABLE})")
+        library._destroy()
+    if not torch.allclose(grad, 3 * x.detach() ** 2):
+        return f"your file loaded afresh, a backward on meta tensors first, then on CPU ones: d/dx {grad.tolist()}"
+    return None
+
+
 def _cube_batched_backward(cube) -> str | None:
     """Backward under vmap: autograd.grad(..., is_grads_batched=True), as jacobian(vectorize=True) and hessian run it.
     A backward built of torch operations on the tensors it receives batches; one that writes into a tensor it made
@@ -2151,7 +2182,7 @@ def backward(path: Path) -> Result:
         if problem := (_cube_third_derivative(cube) or _cube_saves_through_autograd(cube)
                        or _cube_outputs_freed(cube) or _cube_ctx_holds_no_tensor(cube)
                        or _cube_gradients_owned(cube) or _cube_after_a_data_write(cube)
-                       or _cube_saved_as_given(cube) or _cube_batched_backward(cube)):
+                       or _cube_saved_as_given(cube) or _cube_batched_backward(cube) or _cube_first_on_meta(path)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -3344,6 +3375,10 @@ def _vmap_rule_cases() -> list[tuple]:
          exact[0].expand(4, 5, 6)),
         ("int64 matrices with values near 2**26, x and y batched in dimension 0", large, large.flip(0), (0, 0), large,
          large.flip(0)),
+        ("uint8 matrices (sums past 255: the kernel's are int64), x and y batched in dimension 0", small := torch.randint(
+            10, 20, (4, 5, 6), dtype=torch.uint8), small.flip(0), (0, 0), small, small.flip(0)),
+        ("complex64 matrices, x and y batched in dimension 0", wave := torch.randn(4, 5, 6, dtype=torch.complex64),
+         wave.flip(0), (0, 0), wave, wave.flip(0)),
     ]
 
 
@@ -4252,8 +4287,10 @@ def load_before_aoti(path: Path) -> Result:
             torch.set_num_threads(max(2, torch.get_num_threads()))  # two at least: a run() that sets one shows
             answer = types.ModuleType("answer")  # from the file's text, as toolkit.load_python loads it
             answer.__file__ = {str(path)!r}
+            threads = torch.get_num_threads()
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
+            print("IMPORTED", json.dumps({{"threads": [threads, torch.get_num_threads()]}}))
             for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
                 print("CALLING", n)
                 threads = torch.get_num_threads()
@@ -4432,6 +4469,12 @@ def load_before_aoti(path: Path) -> Result:
                              "model per file the link pointed to (a path resolved through the link, "
                              "os.path.realpath?), and every release it served stays loaded. The caller names one "
                              f"file: keep one model per name it gives, loaded again when its contents change.{hint}.")
+    imported = [json.loads(line.removeprefix("IMPORTED ")) for line in lines if line.startswith("IMPORTED ")]
+    if imported and imported[0]["threads"][0] != imported[0]["threads"][1]:
+        return Result(False, f"in the fresh Python, importing your file set the process's number of threads from "
+                             f"{imported[0]['threads'][0]} to {imported[0]['threads'][1]}: a server that imports it "
+                             "runs all its other torch work so. What a call needs, it sets around the call, and sets "
+                             f"back (lesson 00, section 2).{hint}.")
     if from_build[0]:
         build_folder = paths.BUILD.resolve()
         shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]

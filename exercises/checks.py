@@ -3238,6 +3238,31 @@ def _stack_unbacked(op, path: Path) -> Result | None:
     return None
 
 
+def _stack_unbacked_beside_known(op) -> Result | None:
+    """stack2 of a tensor of an unknown first size (the count of x[x > 0]) beside one of first size 3: where it cannot
+    refuse while tracing, a fake kernel records, for the traced program, that the sizes must agree."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    with mode:
+        count = mode.shape_env.create_unbacked_symint()
+        torch._check_is_size(count)
+        asserts = sum(len(checks) for checks in mode.shape_env.deferred_runtime_asserts.values())
+        try:
+            op(torch.empty(count, 3, 4, 5), torch.empty(3, 3, 4, 5))
+        except Exception:  # noqa: BLE001 - refused while tracing, as the real kernel refuses when the sizes differ
+            return None
+        if (sum(len(checks) for checks in mode.shape_env.deferred_runtime_asserts.values()) == asserts
+                and not mode.shape_env.replace(count.node.expr).is_number):
+            return Result(False, "for a contiguous tensor of an unknown first size (the count of x[x > 0]) beside one "
+                                 "of first size 3, your fake kernel returned a tensor and recorded nothing that makes "
+                                 "the two sizes agree: the traced program makes the call whatever the count, where the "
+                                 "real kernel refuses two sizes. Where it cannot refuse while tracing, a fake kernel "
+                                 "records what must hold when the program runs (lesson 06, section 5)")
+    return None
+
+
 @exercise("06.fake_kernel", "medium")
 def fake_kernel(path: Path) -> Result:
     def pair(a, b=None):
@@ -3337,7 +3362,7 @@ def fake_kernel(path: Path) -> Result:
                     ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
                     ("an int32 and a float32 tensor", torch.arange(6, dtype=torch.int32), torch.float32)]
         if told := (_specialized_sizes(op, symbolic, path, "lesson 06, section 5") or _stack_unbacked(op, path)
-                    or _sizes_compared(op, path, "lesson 06, section 5")):
+                    or _sizes_compared(op, path, "lesson 06, section 5") or _stack_unbacked_beside_known(op)):
             return told
         for a, b in cases:  # last, as the slowest: torch's own tests of the operator, compiled ones included
             results = torch.library.opcheck(op, (a, b), raise_exception=False)

@@ -16,6 +16,7 @@ import sys
 import traceback
 import warnings
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -1796,6 +1797,19 @@ def _real_cube(x):
     return x**3
 
 
+@contextmanager
+def _cube_operator(answer, name: str = "cube"):
+    """exercise::<name>: x ** 3, with CPU and Meta kernels and the answer's setup_context and backward; gone after."""
+    with operator(f"{name}(Tensor x) -> Tensor", _real_cube) as library:
+        library.impl(name, _real_cube, "Meta")
+        torch.library.register_autograd(f"exercise::{name}", answer.backward, setup_context=answer.setup_context,
+                                        lib=library)
+        try:
+            yield getattr(torch.ops.exercise, name)
+        finally:
+            library._destroy()
+
+
 def _cube_samples(cube) -> str | None:
     """04.backward's samples, one by one: None when backward gives the right gradient on each, else why not."""
     alive = []  # each sample's x kept: no sample lands in an earlier one's memory (the memory case does, on purpose)
@@ -2004,12 +2018,7 @@ def _cube_saved_as_given(cube) -> str | None:
 def _cube_first_on_meta(path: Path) -> str | None:
     """Your file loaded afresh, its backward first run on meta tensors (shape inference, a model built on the meta
     device), then on CPU ones: whatever backward makes, it makes for the tensors of each call."""
-    answer = load_python(path)
-    with operator("cube_again(Tensor x) -> Tensor", _real_cube) as library:
-        library.impl("cube_again", _real_cube, "Meta")
-        torch.library.register_autograd("exercise::cube_again", answer.backward, setup_context=answer.setup_context,
-                                        lib=library)
-        cube = torch.ops.exercise.cube_again
+    with _cube_operator(load_python(path), "cube_again") as cube:
         for device in ("meta", "cpu"):
             x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, device=device, requires_grad=True)
             try:
@@ -2019,7 +2028,6 @@ def _cube_first_on_meta(path: Path) -> str | None:
                         f"{device} one raised RuntimeError: {str(error).splitlines()[0][:160]}. Something backward "
                         "made at its first call (on meta) was used again: what backward computes, it computes from "
                         f"the tensors of each call ({_CUBE_DIFFERENTIABLE})")
-        library._destroy()
     if not torch.allclose(grad, 3 * x.detach() ** 2):
         return f"your file loaded afresh, a backward on meta tensors first, then on CPU ones: d/dx {grad.tolist()}"
     return None
@@ -2166,12 +2174,7 @@ def _cube_gradients_owned(cube) -> str | None:
 
 @exercise("04.backward", "medium")
 def backward(path: Path) -> Result:
-    answer = load_python(path)
-    with operator("cube(Tensor x) -> Tensor", _real_cube) as library:
-        library.impl("cube", _real_cube, "Meta")
-        torch.library.register_autograd("exercise::cube", answer.backward, setup_context=answer.setup_context,
-                                        lib=library)
-        cube = torch.ops.exercise.cube
+    with _cube_operator(load_python(path)) as cube:
         if problem := _cube_samples(cube) or _gradient_undefined(cube, "cube") or _cube_beyond_the_samples(cube):
             return Result(False, problem)
         x = torch.tensor(_CUBE_SAMPLES[0][1], dtype=torch.float64, requires_grad=True)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import gc
 import importlib
 import io
@@ -181,6 +182,7 @@ def _serve(address: str, preload: list[str]) -> None:
     # writes into each, so a child's first one copied the server's whole heap (a quarter of a second of a check that
     # calls gc.collect(); tests/test_forkserver.py). A child's own objects are collected as usual.
     gc.freeze()
+    in_huge_pages()
     # What the imports made that Python finalizes at its exit (torch.library's Library objects, two hundred of them,
     # each taken out of the dispatcher's tables: 30 ms of CPU time, a third of a quick check's) is the server's: a
     # child's exit runs only the finalizers of what the child made. Nothing a child or its caller sees changes: the
@@ -216,6 +218,32 @@ def _serve(address: str, preload: list[str]) -> None:
                 children[pidfd] = connection, pid
                 continue
             connection.close()
+
+
+HUGE_PAGE = 2 << 20
+MADV_COLLAPSE = 25  # linux/mman.h; Linux 6.1 on
+
+
+def in_huge_pages() -> int:
+    """Move this process's writable anonymous memory (the objects of its imports: 400 MB here) into 2 MB pages, and
+    return how many bytes moved. fork() copies a process's page tables: one entry per 4 kB page, a hundred thousand
+    for the server, against one per 2 MB page. Measured here (AVX512, Linux 6.18): a child that does nothing
+    27 -> 8 ms, an exercise check 54 -> 37 ms, for one second once (tests/test_forkserver.py). Where the kernel cannot (before Linux 6.1, or no
+    huge page free), madvise refuses and nothing changes: a child is the same process either way."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    moved = 0
+    with open("/proc/self/maps") as maps:
+        for line in maps:  # "start-end perms offset device inode [path]"
+            fields = line.split()
+            if (len(fields) > 5 and fields[5] != "[heap]") or not fields[1].startswith("rw"):
+                continue  # a file's mapping (a library's code and data), or memory not written to
+            start, end = (int(address, 16) for address in fields[0].split("-"))
+            start = -(-start // HUGE_PAGE) * HUGE_PAGE  # the whole huge pages inside
+            end = end // HUGE_PAGE * HUGE_PAGE
+            if end > start and libc.madvise(start, end - start, MADV_COLLAPSE) == 0:
+                moved += end - start
+    return moved
 
 
 def _start(connection: socket.socket, not_for_the_child: list) -> tuple[int, int]:

@@ -3,6 +3,8 @@ without a server (WORKBOOK_FORK=0, or a server that is gone) every fresh process
 no torch, which would cost each new Python seconds. The lessons' demonstrations, which all import it, run through the
 server under nbval, and their stored outputs come from new Pythons: make execute runs no server.)"""
 
+import ctypes
+import mmap
 import os
 import signal
 import socket
@@ -161,6 +163,26 @@ def test_a_childs_exit_finalizes_only_what_the_child_made():
     # dispatcher's tables): the server's, not run again at each child's exit. The child's own still are (PROGRAMS).
     program = "import weakref; print(sum(finalizer.atexit for finalizer in weakref.finalize._registry))"
     assert isolated.run(program).stdout == "0\n"
+
+
+def huge_pages_here() -> bool:
+    """Whether this kernel moves memory into huge pages when asked (Linux 6.1 on, a huge page free)."""
+    with mmap.mmap(-1, 2 * forkserver.HUGE_PAGE) as memory:
+        memory.write(b"x" * len(memory))
+        start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+        start = -(-start // forkserver.HUGE_PAGE) * forkserver.HUGE_PAGE
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        return libc.madvise(start, forkserver.HUGE_PAGE, forkserver.MADV_COLLAPSE) == 0
+
+
+@with_the_sessions_server
+def test_a_child_starts_with_the_servers_memory_in_huge_pages():
+    # A fork copies one page-table entry per page: the server's imports in 2 MB pages make each child cheaper.
+    if not huge_pages_here():
+        pytest.skip("this kernel does not move memory into huge pages on request (MADV_COLLAPSE: Linux 6.1 on)")
+    program = "print(int(open('/proc/self/smaps_rollup').read().split('AnonHugePages:')[1].split()[0]) // 1024)"
+    assert int(isolated.run(program).stdout) > 100  # MB, of the server's 400
 
 
 def preloaded(run) -> str:

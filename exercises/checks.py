@@ -3894,52 +3894,59 @@ _LAYER_COST_FIRST = ("torch's threads", "the process's priority (os.nice)",
 
 def _layer_cost_in_threads(answer) -> str | None:
     """Two measurements at once, in two threads (two benchmarks of a suite run side by side), of layers of 0.40 µs over
-    15 rounds and 1.20 µs over 16: each reports its own, and together they leave the process's settings as they found
-    them. The second starts once the first has timed a call (so it finds whatever the first changed), each timed call
-    waits for the other thread's (the two interleave, call by call), and the second, with a round more, ends last."""
-    import contextlib
+    15 rounds and 1.20 µs over 16, on timers whose second call of a round runs faster (a cache the first warmed): each
+    reports its own, each times the layer first in half its rounds, and together they leave the process's settings as
+    they found them. The two take turns, call by call: a thread runs from one timed call to its next while the other
+    waits in a timed call (so what each does between its calls, the other sees done); the second starts at the first's
+    second call (so it finds whatever the first changed), and with a round more, ends last."""
     import threading
 
-    barrier = threading.Barrier(2)
-    first_timed = threading.Event()
+    turn = threading.Condition()
+    holder, finished, timed_calls = ["first"], set(), {"first": 0, "second": 0}
     before = _layer_cost_settings()
 
-    def measured(cost: float, rounds: int):
-        timer = FakeTimer(cost, seed=13)
+    def measured(name: str, other: str, cost: float, rounds: int):
+        timer = FakeTimer(cost, seed=13, second_faster=0.05)
 
         def side(time_one):
             def timed():
-                first_timed.set()
-                with contextlib.suppress(threading.BrokenBarrierError):  # the other thread is done, or failed
-                    barrier.wait(timeout=0.5)
+                with turn:
+                    if timed_calls[name]:  # the other's turn first
+                        holder[0] = other
+                        if other == "second" and second.ident is None:  # not started yet
+                            second.start()
+                        turn.notify_all()
+                    turn.wait_for(lambda: holder[0] == name or other in finished, timeout=2)
+                    timed_calls[name] += 1
                 return time_one()
             return timed
 
         try:
             result = answer(side(timer.with_layer), side(timer.without), rounds=rounds)
         finally:
-            barrier.abort()  # the other thread's calls wait no more
+            with turn:  # the other's calls wait no more
+                finished.add(name)
+                turn.notify_all()
+        shared = ("the two shared something (a list of differences at module level?), and each took the other's "
+                  "samples. A measurement keeps its samples to itself")
         if not (isinstance(result, tuple) and len(result) == 3 and abs(result[0] - cost) < cost / 4):
-            return f"the one of a {cost:.2f} µs layer reported {_shown(result)}"
+            return f"the one of a {cost:.2f} µs layer reported {_shown(result)}: {shared}"
         if wrong := _not_from_the_rounds(result, timer.differences(rounds)):
-            return f"the one of a {cost:.2f} µs layer reported {_shown(result)}: {wrong}"
+            return f"the one of a {cost:.2f} µs layer reported {_shown(result)}: {wrong}: {shared}"
+        if unbalanced := timer.unbalanced(rounds):
+            return (f"in the one of a {cost:.2f} µs layer, {unbalanced}: which side went first came from something "
+                    "the two measurements shared (a module-level alternation?), not from the measurement's own rounds")
         return None
 
-    def second():
-        first_timed.wait(timeout=5)
-        return measured(1.2, 16)
-
     wrong = []
-    threads = [threading.Thread(target=lambda: wrong.append(measured(0.4, 15))),
-               threading.Thread(target=lambda: wrong.append(second()))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    first = threading.Thread(target=lambda: wrong.append(measured("first", "second", 0.4, 15)))
+    second = threading.Thread(target=lambda: wrong.append(measured("second", "first", 1.2, 16)))
+    first.start()
+    first.join()
+    if second.ident is not None:  # started (by the first's second timed call)
+        second.join()
     if wrong := next(filter(None, wrong), None):
-        return (f"two measurements at once, in two threads (layers of 0.40 and 1.20 µs): {wrong}: the two shared "
-                "something (a list of differences at module level?), and each took the other's samples. A "
-                "measurement keeps its samples to itself")
+        return f"two measurements at once, in two threads (layers of 0.40 and 1.20 µs): {wrong}"
     if changed := _layer_cost_differing(before, _layer_cost_settings()):
         return (f"two measurements at once, in two threads, the second started while the first was timing: "
                 f"afterwards, {changed}: what one measurement changed while it timed, the other took for the "

@@ -809,6 +809,13 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
             (tensor((2, 1, 1, 2, 1, 3), f32), tensor((1, 2, 1, 1, 2), f64))]  # 6 and 5: rank 11, past any fixed 10
 
 
+def _outer_rank_64() -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """02.meta_kernel's last sample, tried once the others pass (a kernel that writes past a fixed array crashes on
+    it): ranks 32 and 32, an output of rank 64, the most many of torch's operators take (their dimensions in a 64-bit
+    set), past any cap a kernel might pick below it."""
+    return [(torch.ones((1,) * 31 + (2,)), torch.ones((2,) + (1,) * 31, dtype=torch.float64))]
+
+
 def _described(tensor: torch.Tensor) -> str:
     layout = ("" if tensor.is_contiguous() else " (channels_last)" if tensor.dim() == 4 and tensor.is_contiguous(
         memory_format=torch.channels_last) else " (non-contiguous)")
@@ -910,7 +917,9 @@ def meta_kernel(path: Path) -> Result:
     load_cpp("exercise02_outer", path, label="your 02_meta_kernel.cpp")
     outer = torch.ops.exercise02.outer
     problems = []
-    for a, b in _outer_samples():
+    for a, b in _outer_samples() + _outer_rank_64():
+        if problems and a.dim() + b.dim() == 64:  # the problems so far, before a sample that may crash
+            break
         what = f"on meta tensors {_described(a)} and {_described(b)}"
         real = outer(a, b)
         expected = (a.reshape(-1, 1) * b.reshape(1, -1)).reshape(a.shape + b.shape).to(torch.result_type(a, b))
@@ -3315,17 +3324,19 @@ def fake_kernel(path: Path) -> Result:
             wrong = [i for i, (size, ours, theirs) in enumerate(zip(real.shape, fake_out.stride(), real.stride()))
                      if size > 1 and ours != theirs]
             if wrong:
-                # torch's own meta kernel for stack disagrees with its CPU kernel here (CPU: contiguous; meta: the
-                # inputs' order of strides): a fake kernel that calls torch.stack inherits it.
-                own_meta = (a.dtype != b.dtype and not a.is_contiguous() and torch.stack(
+                # torch's own meta kernel for stack disagrees with its CPU kernel for some inputs that are not
+                # contiguous (sliced channels_last ones, of one dtype or two: CPU contiguous, meta the inputs' order
+                # of strides): a fake kernel that calls torch.stack inherits it.
+                own_meta = (not a.is_contiguous() and torch.stack(
                     [a.to("meta"), b.to("meta")]).stride() == fake_out.stride())
                 return Result(False, f"{inputs} ({strides}): your fake kernel's output has strides "
                                      f"{list(fake_out.stride())}, the real kernel's differ in dimension(s) "
                                      f"{', '.join(map(str, wrong))}: compiled code lays out memory by the fake's "
                                      "strides (lesson 06, sections 1 and 3)" + (
-                                         ". These are the strides of torch.stack on meta tensors: for inputs of two "
-                                         "dtypes, not contiguous, torch's own meta kernel for stack lays out its output "
-                                         "otherwise than its CPU kernel does; a fake kernel follows the real kernel"
+                                         ". These are the strides of torch.stack on meta tensors: for some inputs "
+                                         "that are not contiguous (these among them), torch's own meta kernel for "
+                                         "stack lays out its output otherwise than its CPU kernel does; a fake kernel "
+                                         "follows the real kernel"
                                          if own_meta else ""))
         for a, b in [(torch.randn(3, 4), torch.randn(5, 4)), (torch.randn(2, 3), torch.randn(3, 2)),
                      (torch.randn(4), torch.randn(5)), (torch.randn(3), torch.randn(3, 4)),
@@ -4575,6 +4586,10 @@ def _stable_add_refused() -> list[tuple]:
     """(what, self, other): calls add.cpp's kernel refuses."""
     return [
         ("a float32 `self` and a float64 `other`", torch.ones(3, 4), torch.ones(3, 4, dtype=torch.float64)),
+        ("a float64 `self` and a float32 `other` (which would fit in `self`'s dtype)",
+         torch.ones(3, 4, dtype=torch.float64), torch.ones(3, 4)),
+        ("an int64 `self` and an int32 `other`", torch.ones(3, 4, dtype=torch.int64),
+         torch.ones(3, 4, dtype=torch.int32)),
         ("`self` of shape [3, 4] and `other` of shape [4, 3]", torch.ones(3, 4), torch.ones(4, 3)),
         ("`self` of shape [3, 4] and `other` of shape [4] (which would broadcast)", torch.ones(3, 4), torch.ones(4)),
         ("`self` of shape [3, 4] and `other` of shape [3, 4, 5]", torch.ones(3, 4), torch.ones(3, 4, 5)),

@@ -4946,6 +4946,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "a float32 product into an int64 `out`": (None, lambda to: (to(x), to(y), to(torch.zeros_like(large)))),
         "a float32 product into an empty int64 `out`": (
             None, lambda to: (to(x), to(y), to(torch.empty(0, dtype=torch.int64)))),
+        "a float32 product into an int64 `out` of another shape ([4]: a product it could hold would resize it)": (
+            None, lambda to: (to(x), to(y), to(torch.arange(4)))),
         "an int16 self times a 0-dim CPU 2.5 into an int16 `out`": (None, lambda to: (
             to(torch.arange(6, dtype=torch.int16)), torch.tensor(2.5), to(torch.zeros(6, dtype=torch.int16)))),
         "`out` that is `self` itself, which the product would have to grow (self [5], other [4, 5])": (
@@ -4995,10 +4997,11 @@ def _mul_out_problems() -> list[str]:
         return f"on {case}: your kernel raised {type(error).__name__}: {str(error).splitlines()[0][:160]}"
 
     def snapshot(tensors):  # each argument as the CPU sees it now, once per tensor object (out may be self)
-        return [(t.shape, t.cpu().clone()) for t in tensors]
+        return [(t.shape, t.stride(), t.cpu().clone()) for t in tensors]
 
     def unchanged(before, tensors):
-        return all(t.shape == shape and torch.equal(t.cpu(), values) for (shape, values), t in zip(before, tensors))
+        return all((t.shape, t.stride()) == (shape, strides) and torch.equal(t.cpu(), values)
+                   for (shape, strides, values), t in zip(before, tensors))
 
     strided_other = ("out holds the wrong values, though they were right with contiguous arguments: `other` is a "
                      "transposed view here, and its elements were not read where its strides put them")

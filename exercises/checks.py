@@ -5244,6 +5244,10 @@ def _upcast_operators(received: list) -> torch.library.Library:
         refusing("accumulate_", acc, x)
         return acc.add_(x)
 
+    def scale_both_swapped_(x, y, s):  # returns the two it writes in the other order: y first
+        refusing("scale_both_swapped_", x, y)
+        return y.mul_(s), x.mul_(s)
+
     def double_sum(x):  # accumulates in float64, and returns it: a floating-point output all the same
         refusing("double_sum", x)
         return x.double().sum(0)
@@ -5271,7 +5275,9 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("accumulate_(Tensor(a!) acc, Tensor x) -> Tensor(a!)", accumulate_, (torch.Tag.inplace,)),
             ("fill_then_fail_(Tensor(a!) x) -> ()", fill_then_fail_, ()),
             ("cast_sum(Tensor x, *, ScalarType out_dtype) -> Tensor", cast_sum, ()),
-            ("double_sum(Tensor x) -> Tensor", double_sum, ())]:
+            ("double_sum(Tensor x) -> Tensor", double_sum, ()),
+            ("scale_both_swapped_(Tensor(a!) x, Tensor(b!) y, float s) -> (Tensor(b!), Tensor(a!))",
+             scale_both_swapped_, ())]:
         library.define(schema, tags=tags)
         for key in ("CPU", "Meta"):  # torch operations only: they run on meta tensors too
             library.impl(schema.split("(")[0], kernel, key)
@@ -5306,6 +5312,13 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
                         "mode")
             return None
         return written_and_returned
+
+    def y_then_x(out, args):
+        x, y = args[0][:2]
+        if not (out[0] is y and out[1] is x):
+            return ("the outputs are not the caller's y, then x, as the schema's returns say (Tensor(b!), then "
+                    "Tensor(a!)) and the call gives without the mode")
+        return None
 
     def views_of_x(out, args):
         if any(piece.untyped_storage().data_ptr() != args[0][0].untyped_storage().data_ptr() for piece in out):
@@ -5427,6 +5440,8 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
         (f"x.transpose_(0, 1) in {name}, x a square view of a flat tensor: an in-place view operator "
          "(torch.Tag.inplace_view), which changes x's strides, not the memory it shares with that tensor",
          lambda d: ((fresh(torch.arange(9.0), d).view(3, 3), 0, 1), {}), torch.Tensor.transpose_, returns(0)),
+        (f"scale_both_swapped_(x, y, 3.0) in {name}: x and y written, returned as y then x",
+         lambda d: ((fresh(x, d), fresh(a, d), 3.0), {}), ops.scale_both_swapped_, y_then_x),
         (f"double_sum(x) in {name}: a kernel that sums in float64 and returns float64",
          lambda d: ((fresh(x, d),), {}), ops.double_sum, same),
         ("torch.div(a, b) on int16 tensors: no float16 or bfloat16 tensor in the call",

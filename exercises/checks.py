@@ -612,10 +612,13 @@ def _softplus2_on_fake_tensors(op) -> list[str]:
             op(x)
     except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything; that is the diagnosis
         data_dependent = "DataDependent" in type(error).__name__
+        real_met_fake = "convert all Tensors to FakeTensors" in str(error)
         return [f"fake tensors (what torch.compile and torch.export trace with: a device, a shape and a dtype, no "
                 f"values), on the CPU device: {type(error).__name__}: {str(error).strip().splitlines()[0][:200]}"
                 + (". A kernel that branches on its input's values cannot be traced; torch operations on the whole "
-                   "tensor can" if data_dependent else "")]
+                   "tensor can" if data_dependent else "")
+                + (". A real tensor met the fake ones inside the kernel: one made before this call (kept from an "
+                   "earlier call, or at import), which a trace cannot hold" if real_met_fake else "")]
     return []
 
 
@@ -1413,7 +1416,8 @@ def _inplace_writes_after_the_call(op) -> list[str]:
         try:
             grads = torch.autograd.grad(result.sum(), wanted)
         except RuntimeError as error:
-            return [f"{what}: backward failed: {str(error).splitlines()[0][:160]}. The gradient of x + other needs "
+            said = str(error).splitlines()[0].split(" Hint:")[0].rstrip(".")
+            return [f"{what}: backward failed: {said}. The gradient of x + other needs "
                     "neither tensor's values: forward saves what backward reads, and nothing else"]
         if not all(torch.equal(grad, torch.full((3,), 2.0 if result is not z else 1.0)) for grad in grads):
             return [f"{what}: gradients {[grad.tolist() for grad in grads]}"]
@@ -5964,6 +5968,10 @@ def dynamic_fake(path: Path) -> Result:
             elif "Runtime assertion failed" in said:
                 said += (" (a bound your fake kernel gave the size, or a check it made on it, does not hold for this "
                          "input, which eager takes)")
+            elif isinstance(cause, AssertionError) and "Expected op to be" in said:  # torch's own, while exporting
+                said += (" (torch's own assertion, raised while it worked out a range of the Dim to suggest: your "
+                         "fake kernel bounded x's sizes, a torch._check on them, and export refuses a bound the Dim "
+                         "does not state; of a simpler one, it says so: \"Constraints violated\")")
             return Result(False, f"{doing}: failed: {type(cause).__name__}: {said}{hint}")
     return Result(True, "opcheck passes on every input; on symbolic sizes a 1-D output of its own size, no size "
                         "pinned; on x's device; exported with a Dim and compiled with fullgraph=True")

@@ -3300,7 +3300,9 @@ def fake_kernel(path: Path) -> Result:
              pair(channels_last[..., ::2], channels_last.clone()[..., ::2]),
              pair(channels_last[:, :2], channels_last.clone()[:, :2]),
              # Both sliced, and of two dtypes that promote to a third: a cast of each first makes dense copies.
-             pair(channels_last.half()[..., ::2], channels_last.bfloat16()[..., ::2])]
+             pair(channels_last.half()[..., ::2], channels_last.bfloat16()[..., ::2]),
+             # One sliced channels_last tensor beside a contiguous one, in either order: the two layouts disagree.
+             pair(channels_last[:, :2], torch.randn(2, 2, 4, 5)), pair(torch.randn(2, 2, 4, 5), channels_last[:, :2])]
     with operator("stack2(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.stack([a, b])) as library:
         torch.library.register_fake("exercise::stack2", load_python(path).fake, lib=library)
         op = torch.ops.exercise.stack2.default
@@ -5404,6 +5406,9 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          lambda d: ((fresh(x.abs(), d), fresh(x, d)), {}), torch.polar, same),
         (f"mul_out(a, b, out=out) in {name}, channels_last inputs, out empty: resized as the kernel lays it out",
          lambda d: ((fresh(c, d), fresh(c, d)), {"out": torch.empty(0, dtype=d)}), ops.mul_out, returns(0, "out")),
+        (f"mul_out(a, b, out=out) in {name}, both transposed, out empty: resized as the kernel lays it out",
+         lambda d: ((fresh(a, d).t(), fresh(b, d).t()), {"out": torch.empty(0, dtype=d)}), ops.mul_out,
+         returns(0, "out")),
         (f"fp32_only(a, b) in {name}, both empty (shape [5, 0])", lambda d: ((fresh(empty, d), fresh(empty, d)), {}),
          ops.fp32_only, same),
         (f"torch.split(x, 1) in {name}: a list of views of x", lambda d: ((fresh(x, d), 1), {}), torch.split,

@@ -24,9 +24,10 @@ def fake(a, b):
     if a.dim() == 0:
         return a.new_empty(2, dtype=dtype)  # two scalars: a vector of 2
     # torch.stack([a, b]) is torch.cat([a, b]) viewed with a new first dimension. cat's output takes the memory format
-    # both inputs suggest (channels_last stays channels_last, sliced or not), contiguous when they differ. On meta
-    # tensors torch.cat itself gets this wrong for two non-dense inputs of two dtypes (it copies each to the output's
-    # dtype first), so the layout is built here.
+    # both inputs suggest (suggest_memory_format: a channels_last tensor sliced along its channels suggests
+    # channels_last, one sliced along its width contiguous), contiguous when they differ. On meta tensors torch.cat
+    # itself lays out some non-contiguous inputs otherwise (that width-sliced one, of one dtype or two), so the layout
+    # is built here.
     layouts = {suggest_memory_format(a), suggest_memory_format(b)}
     memory_format = layouts.pop() if len(layouts) == 1 else torch.contiguous_format
     out = torch.empty((2 * a.shape[0], *a.shape[1:]), dtype=dtype, device=a.device, memory_format=memory_format)

@@ -1951,7 +1951,8 @@ def _cube_beyond_the_samples(cube) -> str | None:
         (grad,) = torch.autograd.grad(out, x, torch.ones_like(out))
         source = ("from a copy of x as forward saw it" if torch.allclose(grad, 3 * (x.detach() / 2) ** 2)
                   else "from the new x" if torch.allclose(grad, 3 * x.detach() ** 2) else "")
-        return (f"x changed in place after forward (x.mul_(2), under no_grad), then backward: yours gave "
+        return (f"a forward, a first backward (retain_graph=True), then x changed in place (x.mul_(2), under "
+                f"no_grad), then a second backward on the same graph: yours gave "
                 f"{_values(grad)}{', computed ' + source if source else ''}, with no error. Autograd refuses that "
                 "for the tensors handed to it for backward, by their version counters (lesson 03, section 3); your x "
                 "was kept some other way (lesson 04, section 1: what forward saves).")

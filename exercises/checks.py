@@ -4454,9 +4454,10 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
-    one_row, float64, int64, no_grad, mapped, in_turn, releases, linked = (
+    imported, redeployed, twice, one_row, float64, int64, no_grad, mapped, in_turn, releases, linked = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
-        for name in ("ONE ROW", "FLOAT64", "INT64", "NO GRAD", "MAPPED", "IN TURN", "RELEASES", "LINKED"))
+        for name in ("IMPORTED", "REDEPLOYED", "TWICE", "ONE ROW", "FLOAT64", "INT64", "NO GRAD", "MAPPED", "IN TURN",
+                     "RELEASES", "LINKED"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -4476,7 +4477,6 @@ def load_before_aoti(path: Path) -> Result:
             return Result(False, f"in the fresh Python, {what} changed the process's number of threads from "
                                  f"{call['threads'][0]} to {call['threads'][1]}: a setting of the whole process, for "
                                  "everything the caller runs after it. run() changes nothing but its output.")
-    redeployed = [json.loads(line.removeprefix("REDEPLOYED ")) for line in lines if line.startswith("REDEPLOYED ")]
     if redeployed and not redeployed[0]["same"]:
         return Result(False, "in the fresh Python, the first model copied over the second one's model.pt2, the file of "
                              "the last call (a release deployed in place, a file of the same size, given the old "
@@ -4484,7 +4484,6 @@ def load_before_aoti(path: Path) -> Result:
                              "the model now in it. Something kept from the earlier call (a cache keyed on the file's "
                              "name, size, time or first bytes?) ran the old model: what run() keeps must change when "
                              f"the file's contents do.{hint}.")
-    twice = [json.loads(line.removeprefix("TWICE ")) for line in lines if line.startswith("TWICE ")]
     if twice and not twice[0]["same"]:
         return Result(False, "in the fresh Python, the second model, then the first, copied over that model.pt2 one "
                              "right after the other, within one second (each of the same size, given the old file's "
@@ -4543,7 +4542,6 @@ def load_before_aoti(path: Path) -> Result:
                              "model per file the link pointed to (a path resolved through the link, "
                              "os.path.realpath?), and every release it served stays loaded. The caller names one "
                              f"file: keep one model per name it gives, loaded again when its contents change.{hint}.")
-    imported = [json.loads(line.removeprefix("IMPORTED ")) for line in lines if line.startswith("IMPORTED ")]
     if imported and imported[0]["threads"][0] != imported[0]["threads"][1]:
         return Result(False, f"in the fresh Python, importing your file set the process's number of threads from "
                              f"{imported[0]['threads'][0]} to {imported[0]['threads'][1]}: a server that imports it "

@@ -4373,6 +4373,15 @@ def load_before_aoti(path: Path) -> Result:
                 if seconds[0] == seconds[1]:
                     break
             print("TWICE", json.dumps({{"same": all(served_right)}}))
+            # A link to that file (a path that leads to the release a deploy overwrites), run(); then the file the link
+            # leads to written in place again (the second model, of the same size, given the old file's time).
+            link = os.path.join(os.path.dirname(second), "linked_file.pt2")
+            os.symlink(second, link)
+            answer.run(link, x_first)
+            shutil.copyfile({str(releases[1])!r}, second)
+            os.utime(second, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+            out = answer.run(link, x_first)
+            print("THROUGH A LINK", json.dumps({{"same": bool(torch.allclose(out, outputs[1], atol=1e-6))}}))
             for name, wrong in (("ONE ROW", torch.zeros(1, x.shape[1])), ("FLOAT64", x.double()),
                                 ("INT64", x.long())):
                 threads = torch.get_num_threads()
@@ -4389,46 +4398,59 @@ def load_before_aoti(path: Path) -> Result:
 
             def models_mapped(kept_only=False):  # the compiled models' libraries the process maps (Linux only)
                 if not os.path.exists("/proc/self/maps"):
-                    return 0
+                    return set()
                 # A mapping's path is its sixth field. A model's library stays mapped after the model is dropped,
                 # " (deleted)": the model removes the file it extracted, and nothing unmaps it. A model kept maps one
-                # not deleted.
+                # not deleted. Each load extracts its library anew, under a path of its own.
                 paths = {{line.split(maxsplit=5)[5].strip() for line in open("/proc/self/maps")
                          if len(line.split(maxsplit=5)) == 6}}
-                return len({{path for path in paths if path.endswith(".wrapper.so")
-                            or not kept_only and path.endswith(".wrapper.so (deleted)")}})
+                return {{path for path in paths if path.endswith(".wrapper.so")
+                        or not kept_only and path.endswith(".wrapper.so (deleted)")}}
 
-            before = models_mapped()
+            def still_kept(calls):  # of the models the calls loaded, how many are kept after the last
+                before, loaded = models_mapped(kept_only=True), set()
+                for call in calls:
+                    call()
+                    loaded |= models_mapped(kept_only=True) - before
+                return len(loaded & models_mapped(kept_only=True))
+
+            before = len(models_mapped())
             for _ in range(4):  # a server: one call per request, on one file
                 answer.run(model_pt2, x)
-            print("MAPPED", json.dumps({{"grew": models_mapped() - before}}))
-            before = models_mapped(kept_only=True)
-            for release in {[str(release) for release in releases]!r}:  # releases deployed over one file in turn
-                shutil.copyfile(release, model_pt2)
-                answer.run(model_pt2, x)
-            print("RELEASES", json.dumps({{"grew": models_mapped(kept_only=True) - before}}))
+            print("MAPPED", json.dumps({{"grew": len(models_mapped()) - before}}))
+
+            def deployed(release):  # a release copied over one file, then a request
+                return lambda: (shutil.copyfile(release, model_pt2), answer.run(model_pt2, x))
+
+            # Releases deployed over one file in turn: counted by what each loaded, so that a cache full already (it
+            # drops models of other files as it takes these) shows as much as an empty one.
+            releases_kept = still_kept([deployed(release) for release in {[str(release) for release in releases]!r}])
+            print("RELEASES", json.dumps({{"grew": releases_kept}}))
             # The same releases deployed by a link flipped to each (current -> rN, as many deploy tools do), the
             # server calling run() on current/model.pt2: the file it names is one, whatever the link points to.
             linked = os.path.join(os.path.dirname(model_pt2), "linked")
             for n, release in enumerate({[str(release) for release in releases]!r}):
                 os.makedirs(os.path.join(linked, f"r{{n}}"))
                 shutil.copyfile(release, os.path.join(linked, f"r{{n}}", "model.pt2"))
-            before = models_mapped(kept_only=True)
-            for n in range(4):
-                os.symlink(f"r{{n}}", os.path.join(linked, "next"))
-                os.replace(os.path.join(linked, "next"), os.path.join(linked, "current"))
-                answer.run(os.path.join(linked, "current", "model.pt2"), x)
-            print("LINKED", json.dumps({{"grew": models_mapped(kept_only=True) - before}}))
+
+            def flipped(n):  # the link flipped to release n, then a request on current/model.pt2
+                def call():
+                    os.symlink(f"r{{n}}", os.path.join(linked, "next"))
+                    os.replace(os.path.join(linked, "next"), os.path.join(linked, "current"))
+                    answer.run(os.path.join(linked, "current", "model.pt2"), x)
+                return call
+
+            print("LINKED", json.dumps({{"grew": still_kept([flipped(n) for n in range(4)])}}))
             # Last: a cache that keeps every model it loaded, up to more than a server holds, is full by now and
             # would drop old releases as it takes new ones (the releases above: each replaces the last, none kept).
             served = (first, model_pt2, *{[str(model_file) for model_file in releases[:2] + held]!r})
             for model_file in served:  # a server of eight models: each loaded once, then a request for each in turn
                 answer.run(model_file, x)
-            before = models_mapped()
+            before = len(models_mapped())
             for _ in range(2):
                 for model_file in served:
                     answer.run(model_file, x)
-            print("IN TURN", json.dumps({{"grew": models_mapped() - before}}))
+            print("IN TURN", json.dumps({{"grew": len(models_mapped()) - before}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -4454,10 +4476,10 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
-    imported, redeployed, twice, one_row, float64, int64, no_grad, mapped, in_turn, releases, linked = (
+    imported, redeployed, twice, through_a_link, one_row, float64, int64, no_grad, mapped, in_turn, releases, linked = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
-        for name in ("IMPORTED", "REDEPLOYED", "TWICE", "ONE ROW", "FLOAT64", "INT64", "NO GRAD", "MAPPED", "IN TURN",
-                     "RELEASES", "LINKED"))
+        for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "NO GRAD",
+                     "MAPPED", "IN TURN", "RELEASES", "LINKED"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -4491,6 +4513,12 @@ def load_before_aoti(path: Path) -> Result:
                              "What run() keeps from an earlier call told two different contents apart by something "
                              "that two deployments within one second share: what tells them apart for certain?"
                              f"{hint}.")
+    if through_a_link and not through_a_link[0]["same"]:
+        return Result(False, "in the fresh Python, run() on a link to that model.pt2 (linked_file.pt2 -> model.pt2), "
+                             "then the second model copied over the file the link leads to (of the same size, given "
+                             "the old file's time), then run() on the link again: not the output of the model now in "
+                             "the file. What run() keeps told the two apart by the link itself, not by the file the "
+                             f"caller's path leads to.{hint}.")
     if not one_row[0]["refused"]:
         return Result(False, "in the fresh Python, run() on a batch of 1 row, fewer than the package was exported for, "
                              "returned a result: the input checks that AOTI_RUNTIME_CHECK_INPUTS=1 turns on, which "
@@ -4531,15 +4559,15 @@ def load_before_aoti(path: Path) -> Result:
                              f"its contents change.{hint}.")
     if releases and releases[0]["grew"] > 1:
         return Result(False, f"in the fresh Python, four releases deployed in turn over one model.pt2, run() called "
-                             f"after each: {releases[0]['grew']} more compiled models stayed loaded in the "
+                             f"after each: {releases[0]['grew']} of the four releases' models stayed loaded in the "
                              "process: run() keeps the model of every release it has served (a cache keyed on the "
                              "contents, never emptied?), and a server that lives through many deployments grows with "
                              f"each. Keep one model per file, loaded again when its contents change.{hint}.")
     if linked and linked[0]["grew"] > 1:
         return Result(False, f"in the fresh Python, four releases deployed by a link flipped to each in turn (current "
                              f"-> r0, r1, ..., as many deploy tools do), run() called on current/model.pt2 after each: "
-                             f"{linked[0]['grew']} more compiled models stayed loaded in the process: run() keeps a "
-                             "model per file the link pointed to (a path resolved through the link, "
+                             f"{linked[0]['grew']} of the four releases' models stayed loaded in the process: run() "
+                             "keeps a model per file the link pointed to (a path resolved through the link, "
                              "os.path.realpath?), and every release it served stays loaded. The caller names one "
                              f"file: keep one model per name it gives, loaded again when its contents change.{hint}.")
     if imported and imported[0]["threads"][0] != imported[0]["threads"][1]:

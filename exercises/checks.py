@@ -2248,7 +2248,8 @@ def _scale2_saves_nothing(op) -> str | None:
 
 def _gradient_undefined(op, name: str) -> str | None:
     """A node below that gives no gradient (lesson 04, section 3: DropsItsGradient): autograd hands `op`'s backward an
-    undefined gradient, zeros unless the Function asked for None (set_materialize_grads(False)); x's gradient is zeros."""
+    undefined gradient, zeros unless the Function asked for None (set_materialize_grads(False)); x's gradient is
+    zeros."""
     class DropsItsGradient(torch.autograd.Function):
         @staticmethod
         def forward(ctx, t):
@@ -2437,9 +2438,9 @@ def redispatch(path: Path) -> Result:
                                   "a dual tensor x of tangent [5, 5, 5], scale2(x)", 10.0, "Scale2")
                     or _scale2_saves_nothing(op) or _scale2_gradient_left_alone(op)
                     or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x")
-                    or _tangent_kept(_scale2_of_a_dual_in_no_grad(op), "a dual tensor x of tangent [5, 5, 5], scale2(x) "
-                                     "inside torch.no_grad() (forward mode does not depend on grad mode)", 10.0,
-                                     "Scale2")
+                    or _tangent_kept(_scale2_of_a_dual_in_no_grad(op), "a dual tensor x of tangent [5, 5, 5], "
+                                     "scale2(x) inside torch.no_grad() (forward mode does not depend on grad mode)",
+                                     10.0, "Scale2")
                     or _gradient_undefined(op, "scale2")):
             return Result(False, f"{told}\nLook again at {_PASSING_ON}")
         # Backward differentiated in its turn, with respect to the output's gradient v: what
@@ -3421,8 +3422,8 @@ def _vmap_rule_cases() -> list[tuple]:
          exact[0].expand(4, 5, 6)),
         ("int64 matrices with values near 2**26, x and y batched in dimension 0", large, large.flip(0), (0, 0), large,
          large.flip(0)),
-        ("uint8 matrices (sums past 255: the kernel's are int64), x and y batched in dimension 0", small := torch.randint(
-            10, 20, (4, 5, 6), dtype=torch.uint8), small.flip(0), (0, 0), small, small.flip(0)),
+        ("uint8 matrices (sums past 255: the kernel's are int64), x and y batched in dimension 0",
+         small := torch.randint(10, 20, (4, 5, 6), dtype=torch.uint8), small.flip(0), (0, 0), small, small.flip(0)),
         ("complex64 matrices, x and y batched in dimension 0", wave := torch.randn(4, 5, 6, dtype=torch.complex64),
          wave.flip(0), (0, 0), wave, wave.flip(0)),
     ]
@@ -3577,7 +3578,8 @@ def vmap_rule(path: Path) -> Result:
             except Exception:  # noqa: BLE001 - refused, as each example's call is
                 continue
             return Result(False, f"with {what}, which the kernel refuses for each example (two shapes, two dtypes, or "
-                                 f"examples that are not 2-D), vmap with your rule returned a result of shape {list(out.shape)}: a rule "
+                                 f"examples that are not 2-D), vmap with your rule returned a result of shape "
+                                 f"{list(out.shape)}: a rule "
                                  "that broadcasts or casts the inputs makes a call the operator never accepts, so a "
                                  "batched model computes what the unbatched one refuses. Hand the kernel the inputs "
                                  "as they are, their batch dimension lined up (lesson 06, section 6)")
@@ -4582,9 +4584,9 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, your code loaded {shown[0]}{more} from the workbook's build "
                              "folder: a production machine has none, only the package where pip installed it (here, in "
                              f"a folder of its own).{hint}.")
-    return Result(True, "same as eager, for both models and the releases deployed over the last one called; a batch the "
-                        "package refuses refused; grad mode and threads as they were; the operators from the installed "
-                        "package")
+    return Result(True, "same as eager, for both models and the releases deployed over the last one called; a batch "
+                        "the package refuses refused; grad mode and threads as they were; the operators from the "
+                        "installed package")
 
 
 def _stable_add_opcheck_cases() -> list[tuple]:
@@ -4645,11 +4647,11 @@ def _stable_add_refused() -> list[tuple]:
 
 
 _NOT_IMPLEMENTED_REFUSAL = (
-    "on {what}, as torch.compile traces them, your fake kernel refused the call with NotImplementedError: torch.compile "
-    "reads that from a fake kernel as \"no fake implementation\" and breaks the graph there, instead of refusing "
-    "while tracing (the call then fails in eager, or fullgraph=True reports an unsupported operator). The CPU kernel's "
-    "refusals are RuntimeErrors, as TORCH_CHECK raises.\nLook again at lesson 02: the workbook's Meta kernels "
-    "(csrc/meta.cpp) check what its CPU kernels check, with TORCH_CHECK.")
+    "on {what}, as torch.compile traces them, your fake kernel refused the call with NotImplementedError: "
+    "torch.compile reads that from a fake kernel as \"no fake implementation\" and breaks the graph there, instead of "
+    "refusing while tracing (the call then fails in eager, or fullgraph=True reports an unsupported operator). The "
+    "CPU kernel's refusals are RuntimeErrors, as TORCH_CHECK raises.\nLook again at lesson 02: the workbook's Meta "
+    "kernels (csrc/meta.cpp) check what its CPU kernels check, with TORCH_CHECK.")
 
 
 @exercise("08.stable_autograd", "hard")

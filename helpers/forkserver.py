@@ -9,9 +9,9 @@ WORKBOOK_FORKSERVER, which pytest's workers and the notebooks' kernels inherit. 
 
 It is a speed-up, never a dependency. WORKBOOK_FORK=0 turns it off: every fresh process is a new Python, and the test
 command passes so too, slower. It is off on a machine with a GPU (a child could not start CUDA: wanted()). It runs on
-Linux only: forking a process that has imported torch is untested elsewhere
-(macOS's Python itself starts new processes by spawning), and the server watches its children through Linux's pidfds. Your JupyterLab runs no server: an
-exercise check there is a new Python. Where WORKBOOK_FORKSERVER names a server that is gone (a variable inherited from
+Linux only: forking a process that has imported torch is untested elsewhere (macOS's Python itself starts new processes
+by spawning), and the server watches its children through Linux's pidfds. Your JupyterLab runs no server: an exercise
+check there is a new Python. Where WORKBOOK_FORKSERVER names a server that is gone (a variable inherited from
 a test session that ended), spawn() starts a new Python instead.
 
 A child is what `python -c program` would be once the modules in PRELOAD are imported: a process of its own (a crash
@@ -60,10 +60,10 @@ GPU_DEVICES = ("/dev/nvidia0", "/dev/kfd")
 
 
 def wanted() -> bool:
-    """Whether the test command starts a server: on Linux, where no GPU is, unless WORKBOOK_FORK=0. A child of the server
-    cannot start CUDA: importing torch.utils.cpp_extension (PRELOAD) asks CUDA how many devices it has, after which
-    torch calls every forked child a bad fork, and refuses to initialize CUDA there ("Cannot re-initialize CUDA in
-    forked subprocess"; tests/test_forkserver.py shows the mark). Where there is a GPU to run the CUDA lessons on,
+    """Whether the test command starts a server: on Linux, where no GPU is, unless WORKBOOK_FORK=0. A child of the
+    server cannot start CUDA: importing torch.utils.cpp_extension (PRELOAD) asks CUDA how many devices it has, after
+    which torch calls every forked child a bad fork, and refuses to initialize CUDA there ("Cannot re-initialize CUDA
+    in forked subprocess"; tests/test_forkserver.py shows the mark). Where there is a GPU to run the CUDA lessons on,
     every fresh process is a new Python."""
     return (sys.platform == "linux" and os.environ.get(SWITCH) != "0"
             and not any(os.path.exists(device) for device in GPU_DEVICES))
@@ -227,9 +227,10 @@ MADV_COLLAPSE = 25  # linux/mman.h; Linux 6.1 on
 def in_huge_pages() -> int:
     """Move this process's writable anonymous memory (the objects of its imports: 400 MB here) into 2 MB pages, and
     return how many bytes moved. fork() copies a process's page tables: one entry per 4 kB page, a hundred thousand
-    for the server, against one per 2 MB page. Measured here (AVX512, Linux 6.18): a child that does nothing
-    27 -> 8 ms, an exercise check 54 -> 37 ms, for one second once (tests/test_forkserver.py). Where the kernel cannot (before Linux 6.1, or no
-    huge page free), madvise refuses and nothing changes: a child is the same process either way."""
+    for the server, against one per 2 MB page. Measured here (AVX512, Linux 6.18): a child that does nothing 27 -> 8 ms
+    of fork and exit, an exercise check 54 -> 37 ms, for one second once (tests/test_forkserver.py checks that a child
+    starts with them). Where the kernel cannot (before Linux 6.1, or no huge page free), madvise refuses and nothing
+    changes: a child is the same process either way."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     moved = 0

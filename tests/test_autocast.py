@@ -49,7 +49,8 @@ def test_output_dtype_and_values_match_torch_autocast(workbook, op, dtypes, regi
 
 def test_mixed_float_and_float64_add_is_refused(workbook):
     # float64 is ignored when promoting and never cast: add then sees two dtypes, and says so.
-    with torch.autocast("cpu"), pytest.raises(RuntimeError, match="`other` has dtype Double but `self` has dtype Float"):
+    refusal = "`other` has dtype Double but `self` has dtype Float"
+    with torch.autocast("cpu"), pytest.raises(RuntimeError, match=refusal):
         workbook.add(*inputs("add", (F32, F64)))
 
 

@@ -106,7 +106,8 @@ def test_a_compiler_without_openmp_builds_and_says_kernels_run_on_one_thread(
 
 def test_openmp_flags_go_to_parallel_layers_only():
     tools = toolchain.toolchain()
-    assert toolchain.is_parallel(build.layer_sources("cpu")) and not toolchain.is_parallel(build.layer_sources("schemas"))
+    assert toolchain.is_parallel(build.layer_sources("cpu"))
+    assert not toolchain.is_parallel(build.layer_sources("schemas"))
     assert tools.flags(build.layer_sources("cpu")) == ([*tools.cflags, *tools.openmp_cflags], tools.openmp_ldflags)
     assert tools.flags(build.layer_sources("schemas")) == (tools.cflags, [])
 
@@ -149,7 +150,8 @@ def test_loading_the_same_build_again_is_a_no_op(workbook):
 
 def test_defined_namespaces_ignores_impl_and_fragment(tmp_path):
     source = tmp_path / "x.cpp"
-    source.write_text("TORCH_LIBRARY(alpha, m) {}\nTORCH_LIBRARY_IMPL(beta, CPU, m) {}\nTORCH_LIBRARY_FRAGMENT(gamma, m) {}\n")
+    source.write_text("TORCH_LIBRARY(alpha, m) {}\nTORCH_LIBRARY_IMPL(beta, CPU, m) {}\n"
+                      "TORCH_LIBRARY_FRAGMENT(gamma, m) {}\n")
     assert guard.defined_namespaces([source]) == {"alpha"}
 
 
@@ -160,7 +162,8 @@ def test_unknown_layer_lists_the_known_ones():
 
 def test_defined_ops_reads_library_and_fragment_defs(tmp_path):
     source = tmp_path / "x.cpp"
-    source.write_text('TORCH_LIBRARY_FRAGMENT(alpha, m) {\n  m.def("one(Tensor x) -> Tensor");\n  m.def("two() -> ()");\n}\n')
+    source.write_text('TORCH_LIBRARY_FRAGMENT(alpha, m) {\n  m.def("one(Tensor x) -> Tensor");\n'
+                      '  m.def("two() -> ()");\n}\n')
     assert guard.defined_ops([source]) == {"alpha::one", "alpha::two"}
 
 
@@ -181,7 +184,8 @@ def test_cpu_kernels_compile_for_arm(tmp_path, compile_once):
     command = [cross, "-c", "-std=c++20", "-fPIC", "-O3", *toolchain.CAPABILITY_FLAGS["DEFAULT"], "-fopenmp",
                f"-I{include}", f"-I{include}/torch/csrc/api/include", f"-I{paths.CSRC}",
                str(paths.CSRC / "cpu.cpp"), "-o", str(tmp_path / "cpu.o")]
-    returncode, output, _ = compile_once(command, [paths.CSRC / "cpu.cpp", *paths.CSRC.rglob("*.h")], tmp_path / "cpu.o")
+    inputs = [paths.CSRC / "cpu.cpp", *paths.CSRC.rglob("*.h")]
+    returncode, output, _ = compile_once(command, inputs, tmp_path / "cpu.o")
     assert returncode == 0, output[-3000:]
 
 
@@ -223,7 +227,8 @@ def test_no_precompiled_header_for_the_stable_abi_layer_or_openmp_layers():
 
 @pytest.mark.parametrize("standard", ["c++17", "c++20"])
 def test_torchs_headers_need_cpp20_from_torch_2_14(tmp_path, standard):
-    # README "Build flags": cpp_extension passes -std=c++20 itself; an extra -std=c++17 (older tutorials) fails from 2.14.
+    # README "Build flags": cpp_extension passes -std=c++20 itself; an extra -std=c++17 (older tutorials) fails from
+    # 2.14.
     source = tmp_path / "uses_torch.cpp"
     source.write_text("#include <c10/util/intrusive_ptr.h>\n")
     include = torch.utils.cpp_extension.include_paths()[0]

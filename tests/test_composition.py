@@ -1,5 +1,6 @@
 """Lesson 06: torch.compile, torch.export and torch.vmap against eager; the Python custom operators of
-helpers/python_ops.py. (opcheck of every operator, with and without gradients, is lesson 06's table: see conftest.py.)"""
+helpers/python_ops.py. (opcheck of every operator, with and without gradients, is lesson 06's table: see
+conftest.py.)"""
 
 import io
 

@@ -200,7 +200,8 @@ def test_mixed_device_calls_are_refused_naming_the_argument(call, message):
         call(x, torch.ones(4, 4))
 
 
-@pytest.mark.parametrize("function", [torch.add, torch.mul, torch.sub], ids=["native add", "native mul", "fallback sub"])
+@pytest.mark.parametrize("function", [torch.add, torch.mul, torch.sub],
+                         ids=["native add", "native mul", "fallback sub"])
 def test_a_zero_dim_cpu_tensor_is_accepted_as_a_scalar(function):
     x = tensors((4, 4))[0]
     torch.testing.assert_close(function(x.to(device.NAME), torch.tensor(3.0)).cpu(), function(x, 3.0))

@@ -50,7 +50,8 @@ def test_an_exit_past_python_names_its_code(tmp_path):
 
 def test_a_crash_quotes_the_last_line_the_process_printed(tmp_path):
     answer = tmp_path / "01_schema.py"
-    answer.write_text("import os, signal\n\nprint('about to crash', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    answer.write_text("import os, signal\n\nprint('about to crash', flush=True)\n"
+                      "os.kill(os.getpid(), signal.SIGSEGV)\n")
     result = exercises.run_check("01.schema", answer)
     assert not result.passed and result.diagnosis.startswith(
         "the check's process died (SIGSEGV) while running your code; its last words: about to crash")

@@ -50,7 +50,8 @@ def test_every_lesson_stores_its_exercises_failing_on_the_skeleton():
 
 def test_lessons_run_every_cell_under_nbval():
     for notebook, cell in lesson_code_cells():
-        assert "nbval-skip" not in cell.get("metadata", {}).get("tags", []), f"{notebook}: {''.join(cell['source'])[:80]!r}"
+        tags = cell.get("metadata", {}).get("tags", [])
+        assert "nbval-skip" not in tags, f"{notebook}: {''.join(cell['source'])[:80]!r}"
 
 
 @pytest.mark.parametrize("exercise_id", sorted(EXERCISES))

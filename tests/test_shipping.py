@@ -67,8 +67,8 @@ def test_installed_package_refuses_a_torch_built_for_another_cuda(site, tmp_path
         print("library loaded:", any("workbook" in str(lib) for lib in torch.ops.loaded_libraries))
         """, copy)
     assert printed.splitlines() == [
-        f"workbook_ops was built for CUDA 0.0, this torch for CUDA {torch.version.cuda}: install the workbook_ops built "
-        "for this torch", "library loaded: False"]
+        f"workbook_ops was built for CUDA 0.0, this torch for CUDA {torch.version.cuda}: install the workbook_ops "
+        "built for this torch", "library loaded: False"]
 
 
 def test_wheel_library_needs_no_python_and_runs_kernels_on_threads(site):
@@ -159,7 +159,8 @@ def test_cpp_runner_matches_eager_with_no_python_on_two_batch_sizes(site, model_
         assert torch.allclose(torch.tensor([float(v) for v in values]).reshape(expected.shape), expected, atol=1e-5)
     missing = subprocess.run([str(runner), str(model_pt2)], input=stdin, capture_output=True, text=True)
     assert missing.returncode == 1
-    assert missing.stderr.strip().splitlines()[-1] == "Could not find schema for workbook::matmul."  # affine was decomposed
+    # affine was decomposed
+    assert missing.stderr.strip().splitlines()[-1] == "Could not find schema for workbook::matmul."
 
 
 def test_jit_trace_records_the_op_and_reaches_it_through_the_tracer_key(workbook):
@@ -180,7 +181,8 @@ def test_jit_trace_records_the_op_and_reaches_it_through_the_tracer_key(workbook
 
 
 def test_jit_trace_deprecation_is_a_future_warning_from_torch_2_14():
-    # Lesson 08: FutureWarning (shown by default everywhere) from 2.14; DeprecationWarning (hidden outside __main__) before.
+    # Lesson 08: FutureWarning (shown by default everywhere) from 2.14; DeprecationWarning (hidden outside __main__)
+    # before.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.jit.trace(lambda a: a * 2, (torch.ones(2),))

@@ -64,7 +64,8 @@ def test_copied_trace_and_plot_trace_a_readers_own_operator():
         if not target.exists() or not filecmp.cmp(source, target, shallow=False):
             shutil.copy(source, target)
     put(folder / "my_ops.cpp", readme_block("cpp"))
-    put(folder / "reader.py", "import sys\nimport matplotlib\nmatplotlib.use('Agg')\n" + readme_block("python") + CHECKS)
+    put(folder / "reader.py",
+        "import sys\nimport matplotlib\nmatplotlib.use('Agg')\n" + readme_block("python") + CHECKS)
     # cpp_extension.load builds into ~/.cache/torch_extensions/<python, cuda>/my_ops, one folder for every checkout on
     # the machine: a run from another checkout (other source paths) made the next run here compile again (20 s).
     # The reader's folder holds its own build, as a reader's project would: one per torch release, since torch 2.14

@@ -3879,6 +3879,7 @@ def _layer_cost_settings() -> dict:
     import gc
     import os
     import sys
+    import threading
 
     return {"garbage collection": "on" if gc.isenabled() else "off", "the collector's thresholds": gc.get_threshold(),
             _FROZEN: len(_FREEZES),  # a call of either changes what is frozen: the caller's objects, or more
@@ -3900,7 +3901,26 @@ def _layer_cost_settings() -> dict:
                 torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
             "float32 matmul precision (torch.set_float32_matmul_precision)": torch.get_float32_matmul_precision(),
             "autograd's anomaly detection (torch.autograd.set_detect_anomaly)": torch.is_anomaly_enabled(),
-            "Python's warning filters (warnings.filters)": list(warnings.filters)}
+            "Python's warning filters (warnings.filters)": list(warnings.filters),
+            _HOOKS: (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile())}
+
+
+_HOOKS = ("the interpreter's trace and profile functions, the process's and those threading gives new threads "
+          "(sys.settrace, sys.setprofile: a debugger's, coverage's, a profiler's)")
+
+
+def _hook(frame, event, arg):  # a caller's debugger, coverage or profiler: here, one that does nothing
+    return None
+
+
+def _set_hooks(trace, profile, thread_trace, thread_profile) -> None:
+    import sys
+    import threading
+
+    sys.settrace(trace)
+    sys.setprofile(profile)
+    threading.settrace(thread_trace)
+    threading.setprofile(thread_profile)
 
 
 # The settings compared with what they were before the check's first call (the others, before each case's).
@@ -4068,18 +4088,20 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
     cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
     if len(cpus) > 1:  # and runs on one CPU of the machine's (taskset, a job scheduler's CPU set)
         os.sched_setaffinity(0, {min(cpus)})
+    _set_hooks(_hook, _hook, _hook, _hook)  # and runs under a debugger, coverage or a profiler
     try:
         before = {**_layer_cost_settings(), **first}  # as the check's first call found them
         timer = FakeTimer(0.4, seed=11)
         answer(timer.with_layer, timer.without, rounds=15)
         changed = _layer_cost_differing(before, _layer_cost_settings())
     finally:
+        _set_hooks(None, None, None, None)
         _layer_cost_restore(thresholds, first["torch's threads"], before)
         if len(cpus) > 1:
             os.sched_setaffinity(0, cpus)
     if changed:
-        return (f"{changed}, for a caller that had turned garbage collection off, set thresholds of its own and "
-                "runs on one CPU")
+        return (f"{changed}, for a caller that had turned garbage collection off, set thresholds of its own, runs on "
+                "one CPU and under a debugger (trace and profile functions set)")
     # A timer that raises at the third round: an operator that fails, then Ctrl-C (KeyboardInterrupt, which is no
     # Exception: an `except Exception` that restores lets it by, settings changed).
     for error, what in ((RuntimeError("the timed call failed"), "a timer raised (its call failed)"),

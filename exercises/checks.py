@@ -1524,9 +1524,13 @@ def _inplace_tangents_kept_apart(op) -> str | None:
             kept = forward_ad.unpack_dual(other).tangent
     if first is None or not torch.equal(first, torch.ones(3)):
         shown = "none" if first is None else first.tolist()
+        # What torch hands a jvp for a written input without a tangent (the lessons do not show it): said where the
+        # answer's tangent reads as if it got None.
+        missing = first is None or not first.any()
         return (f"add_(y, other), y without a tangent and other a dual tensor of tangent [1, 1, 1] (forward-mode AD): "
-                f"y's tangent afterwards is {shown}, where torch's own y.add_(other) gives it other's, [1, 1, 1]. A "
-                "written input without a tangent of its own comes to the jvp as zeros, not as None")
+                f"y's tangent afterwards is {shown}, where torch's own y.add_(other) gives it other's, [1, 1, 1]"
+                + (". A written input without a tangent of its own comes to the jvp as zeros, not as None" if missing
+                   else ""))
     if not torch.equal(kept, torch.ones(3)):
         return (f"add_(y, other) twice, y without a tangent and other a dual tensor of tangent [1, 1, 1] (forward-mode "
                 f"AD): other's tangent became {kept.tolist()}: y's tangent was other's tangent tensor itself, and the "

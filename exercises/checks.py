@@ -184,6 +184,11 @@ def _walk_cases():
          {"device": "meta"}),
         ("aten::empty.memory_format([2], device=\"cuda\") (asked, not called: no GPU needed)",
          torch.ops.aten.empty.memory_format, ([2],), nullcontext, _BACKEND_SELECT, {"device": "cuda"}),
+        # A composite kernel's operator on other devices: its table has an Undefined entry too, past the backend's.
+        ("aten::zeros([2], device=\"cuda\") (asked, not called)", torch.ops.aten.zeros.default, ([2],), nullcontext,
+         _BACKEND_SELECT, {"device": "cuda"}),
+        ("aten::ones([2], device=\"xpu\") (asked, not called)", torch.ops.aten.ones.default, ([2],), nullcontext,
+         _BACKEND_SELECT, {"device": "xpu"}),
         ("aten::add.Tensor(self=m, other=m), meta tensors by keyword", torch.ops.aten.add.Tensor, (), nullcontext,
          tensors, {"self": a.to("meta"), "other": a.to("meta")}),
         ("aten::add.out(y, y, out=buffer), out a meta tensor by keyword", torch.ops.aten.add.out, (y, y), nullcontext,

@@ -165,7 +165,28 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
                         "reads it from your file without running your file, so it cannot be computed") from None
     if not valid(value):
         raise Diagnosis(f"{name} (line {values[-1].lineno} of your file) must be {what}")
+    if acting := [node.lineno for node in tree.body if not _states(node)]:
+        raise Diagnosis(f"line {acting[0]} of your file does something when the file runs (a call, a loop, a block, a "
+                        f"definition): the check reads {name} from your file without running it, so the file writes "
+                        f"{name} out, {what}, and does nothing else that a run could change it by")
     return value
+
+
+def _states(node: ast.stmt) -> bool:
+    """Whether a top-level statement only states something: a docstring or other string, an import, or a name given
+    a value written out (`SERVED = [...]`, `NOTE: str = "..."`). Anything else runs code when the file runs."""
+    if isinstance(node, ast.Expr):
+        return isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    if isinstance(node, (ast.Import, ast.ImportFrom, ast.Pass)):
+        return True
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        try:
+            ast.literal_eval(node.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+        return all(isinstance(target, ast.Name) for target in targets)
+    return False
 
 
 def _rebinds(node: ast.AST, name: str) -> bool:

@@ -6,8 +6,7 @@
         torch.ops.workbook.add(x, y)
 
 with lesson 00's layers (schemas, cpu)? Write their dispatch keys, highest priority first, as a list of strings: the
-check reads PATH from your file without running it, so write it out rather than compute it, and let the file do nothing
-else.
+check reads PATH from your file without running it: write it out, and nothing else, rather than compute it.
 """
 
 PATH = ["CPU"]  # TODO: is no_grad enough to go straight to the CPU kernel?

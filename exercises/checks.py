@@ -4747,7 +4747,12 @@ def stable_autograd(path: Path) -> Result:
     if problem := _sizes_compared(op, path, lesson):  # the same refusal, on sizes that are symbols
         return problem
     for what, a, b in (("a meta `self` and a CPU `other`", torch.ones(3, 4, device="meta"), torch.ones(3, 4)),
-                       ("a CPU `self` and a meta `other`", torch.ones(3, 4), torch.ones(3, 4, device="meta"))):
+                       ("a CPU `self` and a meta `other`", torch.ones(3, 4), torch.ones(3, 4, device="meta")),
+                       # aten takes a 0-dim CPU tensor beside any device's as a number; the CPU kernel does not
+                       ("a 0-dim meta `self` and a 0-dim CPU `other`", torch.tensor(1.0, device="meta"),
+                        torch.tensor(1.0)),
+                       ("a 0-dim CPU `self` and a 0-dim meta `other`", torch.tensor(1.0),
+                        torch.tensor(1.0, device="meta"))):
         try:
             op(a, b)
         except RuntimeError:  # as the CPU kernel's checks refuse two devices

@@ -108,6 +108,17 @@ def _ending_within(seconds: float, call):
         signal.signal(signal.SIGVTALRM, previous)
 
 
+@contextmanager
+def _default_device_meta():
+    """torch.set_default_device("meta") for a while, then the default device as it was."""
+    was = torch.get_default_device()
+    torch.set_default_device("meta")
+    try:
+        yield
+    finally:
+        torch.set_default_device(None if was == torch.device("cpu") else was)
+
+
 def _walk_cases():
     """(what, op, args, context, where to look[, kwargs]) for 00.walk: aten's and the workbook's operators, several
     devices, layouts, argument kinds and thread-local states."""
@@ -172,6 +183,8 @@ def _walk_cases():
         # through torch.ops without a device still makes a CPU tensor.
         ("aten::zeros([2]) inside torch.device(\"meta\") (as torch.set_default_device(\"meta\") sets it)",
          torch.ops.aten.zeros.default, ([2],), lambda: torch.device("meta"), _BACKEND_SELECT),
+        ("aten::zeros([2]) after torch.set_default_device(\"meta\") itself", torch.ops.aten.zeros.default, ([2],),
+         _default_device_meta, _BACKEND_SELECT),
         ("aten::mm(a, b) inside a level of torch.func.vmap (a and b not batched), as torch.func's transforms call",
          torch.ops.aten.mm.default, (a, b), lambda: vmap_increment_nesting(2, "error"), sets),
         ("aten::empty.memory_format([2], dtype=torch.qint8), a quantized dtype (asked, not called)",

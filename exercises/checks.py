@@ -618,6 +618,27 @@ def _softplus2_gradient_after_write(op) -> list[str]:
             "tensors (ctx.save_for_backward, lesson 04) escapes the version check that makes it refuse"]
 
 
+def _softplus2_tangent(op) -> list[str]:
+    """Forward-mode AD (torch.func.jvp, jacfwd, a Hessian's forward-over-reverse): a dual x, which requires no grad,
+    carries its tangent through torch's operations: softplus2's is sigmoid(2x) times x's."""
+    from torch.autograd import forward_ad
+
+    x = torch.tensor([-1.0, 0.0, 0.5, 2.0], dtype=torch.float64)
+    tangent_of_x = torch.tensor([1.0, 2.0, -1.0, 0.5], dtype=torch.float64)
+    what = (f"a dual tensor x = {x.tolist()} of tangent {tangent_of_x.tolist()} (forward-mode AD: torch.func.jvp, "
+            "jacfwd; a dual tensor does not require grad)")
+    try:
+        with forward_ad.dual_level():
+            tangent = forward_ad.unpack_dual(op(forward_ad.make_dual(x, tangent_of_x))).tangent
+    except (NotImplementedError, RuntimeError) as error:
+        return [f"{what}: {type(error).__name__}: {str(error).splitlines()[0][:200]}"]
+    if tangent is not None and torch.allclose(tangent.double(), torch.sigmoid(2 * x) * tangent_of_x):
+        return []
+    shown = "none" if tangent is None else [round(value, 4) for value in tangent.tolist()]
+    return [f"{what}: the output's tangent is {shown}, not the derivative times x's tangent. The kernel's operations did not carry x's tangent: a kernel made of torch operations, "
+            "at the right key, is differentiable in forward mode too, whatever requires_grad says"]
+
+
 def _softplus2_on_fake_tensors(op) -> list[str]:
     """softplus2 on fake tensors, as torch.compile and torch.export trace it: a CPU device, a shape and a dtype, and no
     values to read."""
@@ -785,7 +806,7 @@ def composite_key(path: Path) -> Result:
                                     "gradient has no history of its own, so its derivative is lost: a kernel made of "
                                     "torch operations, at the right key, is differentiable as many times as they are")
                 else:
-                    problems += _softplus2_gradient_after_write(op)
+                    problems += _softplus2_gradient_after_write(op) or _softplus2_tangent(op)
             with torch.no_grad():
                 with contextlib.suppress(NotImplementedError, RuntimeError):  # told above
                     if op(torch.randn(3, requires_grad=True)).requires_grad:

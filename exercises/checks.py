@@ -2477,15 +2477,19 @@ def redispatch(path: Path) -> Result:
             return Result(False, f"on a sparse CSR tensor, which no kernel of scale2's takes (the call raises): {left}")
         except (RuntimeError, NotImplementedError):
             pass
-        if told := (_tangent_kept(lambda make_dual: op(make_dual(torch.ones(3), torch.full((3,), 5.0))),
-                                  "a dual tensor x of tangent [5, 5, 5], scale2(x)", 10.0, "Scale2")
-                    or _scale2_saves_nothing(op) or _scale2_gradient_left_alone(op)
-                    or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x")
-                    or _tangent_kept(_scale2_of_a_dual_in_no_grad(op), "a dual tensor x of tangent [5, 5, 5], "
-                                     "scale2(x) inside torch.no_grad() (forward mode does not depend on grad mode)",
-                                     10.0, "Scale2")
-                    or _gradient_undefined(op, "scale2")):
-            return Result(False, f"{told}\nLook again at {_PASSING_ON}")
+        # A tangent dropped is lesson 04's (records_graph: a tangent is a graph to record too); the rest, lesson 03's.
+        tangents = "lesson 04, section 1 (records_graph) and section 3, 'Forward-mode AD'."
+        for told, where in (  # in turn, each only once the ones before it pass
+                (lambda: _tangent_kept(lambda make_dual: op(make_dual(torch.ones(3), torch.full((3,), 5.0))),
+                                       "a dual tensor x of tangent [5, 5, 5], scale2(x)", 10.0, "Scale2"), tangents),
+                (lambda: _scale2_saves_nothing(op) or _scale2_gradient_left_alone(op)
+                 or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x"), _PASSING_ON),
+                (lambda: _tangent_kept(_scale2_of_a_dual_in_no_grad(op), "a dual tensor x of tangent [5, 5, 5], "
+                                       "scale2(x) inside torch.no_grad() (forward mode does not depend on grad mode)",
+                                       10.0, "Scale2"), tangents),
+                (lambda: _gradient_undefined(op, "scale2"), _PASSING_ON)):
+            if told := told():
+                return Result(False, f"{told}\nLook again at {where}")
         # Backward differentiated in its turn, with respect to the output's gradient v: what
         # torch.autograd.functional.jvp computes, by the double-backward trick.
         x, v = values.clone().requires_grad_(), torch.ones(3, requires_grad=True)
@@ -5353,6 +5357,10 @@ def _upcast_operators(received: list) -> torch.library.Library:
         refusing("scale_both_swapped_", x, y)
         return y.mul_(s), x.mul_(s)
 
+    def cast_twice(x, dtype):  # names its output's dtype by an argument given by position
+        refusing("cast_twice", x)
+        return (x * 2).to(dtype)
+
     def double_sum(x):  # accumulates in float64, and returns it: a floating-point output all the same
         refusing("double_sum", x)
         return x.double().sum(0)
@@ -5381,6 +5389,7 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("fill_then_fail_(Tensor(a!) x) -> ()", fill_then_fail_, ()),
             ("cast_sum(Tensor x, *, ScalarType out_dtype) -> Tensor", cast_sum, ()),
             ("double_sum(Tensor x) -> Tensor", double_sum, ()),
+            ("cast_twice(Tensor x, ScalarType dtype) -> Tensor", cast_twice, ()),
             ("scale_both_swapped_(Tensor(a!) x, Tensor(b!) y, float s) -> (Tensor(b!), Tensor(a!))",
              scale_both_swapped_, ())]:
         library.define(schema, tags=tags)
@@ -5550,6 +5559,8 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          lambda d: ((fresh(torch.arange(9.0), d).view(3, 3), 0, 1), {}), torch.Tensor.transpose_, returns(0)),
         (f"scale_both_swapped_(x, y, 3.0) in {name}: x and y written, returned as y then x",
          lambda d: ((fresh(x, d), fresh(a, d), 3.0), {}), ops.scale_both_swapped_, y_then_x),
+        (f"cast_twice(x, torch.float32) in {name}: an argument given by position names the output's dtype",
+         lambda d: ((fresh(x, d), torch.float32), {}), ops.cast_twice, same),
         (f"double_sum(x) in {name}: a kernel that sums in float64 and returns float64",
          lambda d: ((fresh(x, d),), {}), ops.double_sum, same),
         ("torch.div(a, b) on int16 tensors: no float16 or bfloat16 tensor in the call",

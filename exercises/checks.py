@@ -202,6 +202,12 @@ def _walk_cases():
          _BACKEND_SELECT, {"device": "cuda"}),
         ("aten::ones([2], device=\"xpu\") (asked, not called)", torch.ops.aten.ones.default, ([2],), nullcontext,
          _BACKEND_SELECT, {"device": "xpu"}),
+        # Devices whose kernels this build of torch does not have (Apple's GPU, Intel's Gaudi): BackendSelect still
+        # hands the call on to their keys, whatever is registered there.
+        ("aten::zeros([2], device=\"mps\") (asked, not called)", torch.ops.aten.zeros.default, ([2],), nullcontext,
+         _BACKEND_SELECT, {"device": "mps"}),
+        ("aten::empty.memory_format([2], device=\"hpu\") (asked, not called)", torch.ops.aten.empty.memory_format,
+         ([2],), nullcontext, _BACKEND_SELECT, {"device": "hpu"}),
         ("aten::add.Tensor(self=m, other=m), meta tensors by keyword", torch.ops.aten.add.Tensor, (), nullcontext,
          tensors, {"self": a.to("meta"), "other": a.to("meta")}),
         ("aten::add.out(y, y, out=buffer), out a meta tensor by keyword", torch.ops.aten.add.out, (y, y), nullcontext,
@@ -269,6 +275,8 @@ def walk(path: Path) -> Result:
                 return Result(False, f"{what}: your walk did not end within 1 s of processor time (a walk of the "
                                      f"dispatcher's takes milliseconds): it picks the same key again and again?\nLook "
                                      f"again at {where_to_look}")
+            except Exception as error:  # noqa: BLE001 - the reader's walk may raise anything: said with its call
+                return Result(False, f"{what}: your walk raised {_raised(error, path)}\nLook again at {where_to_look}")
             actual = call_path(op, *args, **kwargs)
             if len(yours) > len(actual) and yours[:len(actual)] == actual:  # a walk that went on past its end
                 where_to_look = _walk_end(trace.predict(op, *args, **kwargs))

@@ -3353,6 +3353,8 @@ def fake_kernel(path: Path) -> Result:
              # Of the same size, neither wider: float16 and bfloat16 promote to float32, uint8 and int8 to int16.
              pair(torch.randn(3, 4, dtype=torch.float16), torch.randn(3, 4, dtype=torch.bfloat16)),
              pair(torch.arange(6, dtype=torch.uint8), torch.arange(6, dtype=torch.int8)),
+             # A complex tensor beside a wider real one: complex64 with float64 is complex128.
+             pair(torch.randn(3, 4, dtype=torch.complex64), torch.randn(3, 4, dtype=torch.float64)),
              # Sliced channels_last tensors: not dense, yet their strides' order is channels_last's.
              pair(channels_last[..., ::2], channels_last.clone()[..., ::2]),
              pair(channels_last[:, :2], channels_last.clone()[:, :2]),

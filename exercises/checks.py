@@ -208,6 +208,10 @@ def _walk_cases():
          _BACKEND_SELECT, {"device": "mps"}),
         ("aten::empty.memory_format([2], device=\"hpu\") (asked, not called)", torch.ops.aten.empty.memory_format,
          ([2],), nullcontext, _BACKEND_SELECT, {"device": "hpu"}),
+        ("aten::zeros([2], device=\"mtia\") (asked, not called)", torch.ops.aten.zeros.default, ([2],), nullcontext,
+         _BACKEND_SELECT, {"device": "mtia"}),
+        ("aten::zeros([2], device=\"privateuseone\") (asked, not called: an out-of-tree backend's, as lesson 09's)",
+         torch.ops.aten.zeros.default, ([2],), nullcontext, _BACKEND_SELECT, {"device": "privateuseone"}),
         ("aten::add.Tensor(self=m, other=m), meta tensors by keyword", torch.ops.aten.add.Tensor, (), nullcontext,
          tensors, {"self": a.to("meta"), "other": a.to("meta")}),
         ("aten::add.out(y, y, out=buffer), out a meta tensor by keyword", torch.ops.aten.add.out, (y, y), nullcontext,
@@ -243,6 +247,9 @@ def _walk_cases():
         ("aten::_to_copy(y) with Meta in the thread's include set (as FakeTensorMode runs a kernel: "
          "torch._C._IncludeDispatchKeyGuard)", torch.ops.aten._to_copy.default, (y,),
          lambda: torch._C._IncludeDispatchKeyGuard(torch._C.DispatchKey.Meta), _BACKEND_SELECT_TENSORS),
+        ("aten::empty.memory_format([2]) with Meta in the thread's include set: a factory, no tensor argument",
+         torch.ops.aten.empty.memory_format, ([2],),
+         lambda: torch._C._IncludeDispatchKeyGuard(torch._C.DispatchKey.Meta), _BACKEND_SELECT),
         ("aten::mm(a, b), a requiring grad, under torch's Python dispatcher (torch._dispatch.python."
          "enable_python_dispatcher(), which torch.compile's tracing enters)", torch.ops.aten.mm.default,
          (a.detach().clone().requires_grad_(), b), enable_python_dispatcher, _PYTHON_DISPATCHER),

@@ -2554,6 +2554,35 @@ def _dtype_names(dtypes, between: str = " and ") -> str:
     return between.join(str(dtype).removeprefix("torch.") for dtype in dtypes)
 
 
+def _mm2_seen_by_a_mode(op, activation: torch.Tensor, weight: torch.Tensor) -> str | None:
+    """mm2 in a region, under a TorchDispatchMode entered after the earlier calls (a logger, a profiler,
+    FakeTensorMode): the mode sits below autocast, and sees the call on the cast inputs."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Watching(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func._schema.name == "exercise::mm2":
+                seen.append(tuple(arg.dtype for arg in args if isinstance(arg, torch.Tensor)))
+            return func(*args, **(kwargs or {}))
+
+    what = ("in a region, mm2(float32, float32) under a TorchDispatchMode entered after the earlier calls (a logger, a "
+            "profiler, FakeTensorMode)")
+    try:
+        with torch.autocast("cpu"), Watching():
+            op(activation, weight)
+    except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything: said with its call
+        return f"{what}: the call raised {type(error).__name__}: {str(error).splitlines()[0][:200]}"
+    if not seen:
+        return (f"{what}: the mode never saw mm2: the call went on below autocast with a keyset that is not its own "
+                "(one kept from an earlier call, made before the mode was entered?), so every mode, and FakeTensorMode "
+                "tracing for torch.compile, is skipped (lesson 05, section 4)")
+    if seen[0] != (torch.bfloat16, torch.bfloat16):
+        return f"{what}: the mode saw mm2 on {_dtype_names(seen[0])}, where autocast hands it bfloat16 inputs"
+    return None
+
+
 @exercise("05.register_autocast", "easy", on_crash=_register_autocast_crash)
 def register_autocast(path: Path) -> Result:
     received = []  # the dtypes each call of mm2's CPU kernel received
@@ -2740,6 +2769,7 @@ def register_autocast(path: Path) -> Result:
             with torch.autocast("cpu", cache_enabled=False):
                 problem = call("in a region without autocast's cast cache (cache_enabled=False)", activation,
                                weight32, torch.bfloat16)
+        problem = problem or _mm2_seen_by_a_mode(op, activation, weight32)
         problem = problem or _mm2_saved_activations(op) or _mm2_parameters_freed(op) or _mm2_casts_freed(op, seen)
         if problem:
             return Result(False, problem)

@@ -3,18 +3,19 @@
 Write `layer_cost(time_with, time_without, rounds)`. Each call of `time_with()` times one call of an operator with a
 layer (an Autograd kernel, say) and returns microseconds; `time_without()` the same call without the layer. Return the
 layer's cost as (median, first quartile, third quartile) in microseconds (any usual definition of a quartile), over
-`rounds` rounds, each of which times each side once, or None when the cost is within the noise of the machine. The check
-hands you made-up timers, and counts your calls: a steady machine, one that slows down as it runs, two with spikes, two
-quiet ones with small layers (20 ns and 5 ns), and four where the layer costs nothing, one of them noisy, one whose
-timer counts whole steps, and one where the second call of a round runs faster than the first, whichever side it times
-(over 15 rounds and over 9), and a layer on a machine where that advantage fades as it runs; over an odd and an even
-number of rounds; and two measurements at once, in two threads taking turns call by call. The timers are called as the
-caller would call them (its autocast region, grad and inference mode, anomaly detection as they are), and a timer's
-error passes through. A measurement leaves the process's settings (garbage collection: on or off, its thresholds, frozen
-objects; torch's threads; Python's, numpy's and torch's random numbers, CUDA's seeds included; the process's priority;
-the interpreter's thread switch interval, trace and profile functions; the CPUs the process may run on; whether denormal
-numbers flush to zero; cuDNN's flags, deterministic algorithms, float32 matmul precision, anomaly detection; the warning
-filters) as it found them, when a timer raises too.
+`rounds` rounds, each of which times each side once, or None when no cost stands out of the machine's noise (lesson 07's
+rule: a cost only where the whole interquartile range of the differences lies above zero). The check hands you made-up
+timers, and counts your calls: a steady machine, one that slows down as it runs, two with spikes, two quiet ones with
+small layers (20 ns and 5 ns), and four where the layer costs nothing, one of them noisy, one whose timer counts whole
+steps, and one where the second call of a round runs faster than the first, whichever side it times (over 15 rounds and
+over 9), and a layer on a machine where that advantage fades as it runs; over an odd and an even number of rounds; and
+two measurements at once, in two threads taking turns call by call. The timers are called as the caller would call them
+(its autocast region, grad and inference mode, anomaly detection as they are), and a timer's error passes through. A
+measurement leaves the process's settings (garbage collection: on or off, its thresholds, frozen objects; torch's
+threads; Python's, numpy's and torch's random numbers, CUDA's seeds included; the process's priority; the interpreter's
+thread switch interval, trace and profile functions; the CPUs the process may run on; whether denormal numbers flush to
+zero; cuDNN's flags, deterministic algorithms, float32 matmul precision, anomaly detection; the warning filters) as it
+found them, when a timer raises too.
 """
 
 import statistics

@@ -4980,6 +4980,12 @@ def stable_autograd(path: Path) -> Result:
                                  + hint)
         if any(FALLBACK_WARNING in str(w.message) for w in caught):
             return Result(False, f"{what}: the gradient came from torch's autograd fallback, not from a formula" + hint)
+    inputs = [torch.randn(1000, requires_grad=True) for _ in range(2)]
+    if _outlives_its_last_reference(lambda: op(*inputs)):
+        return Result(False, "an output of add, dropped by the caller, is still alive until Python's cycle collector "
+                             "runs: the graph refers back to it (ctx.output = output, say: output -> grad_fn -> ctx -> "
+                             "output), so each step's outputs, and their memory, outlive the step. What backward needs "
+                             "is saved with ctx.save_for_backward, which makes no cycle (lesson 04, section 1)" + hint)
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")

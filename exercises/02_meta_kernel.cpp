@@ -3,14 +3,14 @@
 // exercise02::outer(Tensor a, Tensor b) -> Tensor is the outer product of two float32 or float64 tensors of any shapes
 // (as numpy.multiply.outer): out[i..., j...] = a[i...] * b[j...], of shape a.shape + b.shape. Its CPU kernel is
 // written. Its Meta kernel, which torch.compile and torch.export run on fake tensors to learn the output's shape,
-// dtype, device and strides, is wrong. Fix it. The check calls it on meta tensors of ranks 0 to 6 (and one pair of
-// ranks 32: an output of rank 64), empty, transposed and channels_last ones included, with every pair of dtypes the CPU
-// kernel accepts, and compares its output with the CPU kernel's (shape, dtype, device, strides where they matter: as
-// torch compares them, those of dimensions longer than 1 in a tensor with elements; a new tensor at each call, neither
-// a view of an input nor an inference tensor). It must refuse what the CPU kernel refuses (the check tries other
-// dtypes, and a CPU tensor with a meta one). Under torch.compile(dynamic=True) sizes are symbols: the check compiles a
-// function that calls it once, for three sizes, and calls it on a size no trace knows (the count of x[x > 0], an
-// unbacked symbol) and from four threads at once.
+// dtype, device and strides, is wrong. Fix it. The check calls it on meta tensors of ranks 0 to 6 (and outputs of rank
+// 64 and 65), empty, transposed and channels_last ones included, with every pair of dtypes the CPU kernel accepts, and
+// compares its output with the CPU kernel's (shape, dtype, device, strides where they matter: as torch compares them,
+// those of dimensions longer than 1 in a tensor with elements; a new tensor at each call, neither a view of an input
+// nor an inference tensor). It must refuse what the CPU kernel refuses (the check tries other dtypes, and a CPU tensor
+// with a meta one). Under torch.compile(dynamic=True) sizes are symbols: the check compiles a function that calls it
+// once, for three sizes, and calls it on a size no trace knows (the count of x[x > 0], an unbacked symbol) and from
+// four threads at once.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>

@@ -866,11 +866,12 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
             (tensor((2, 1, 1, 2, 1, 3), f32), tensor((1, 2, 1, 1, 2), f64))]  # 6 and 5: rank 11, past any fixed 10
 
 
-def _outer_rank_64() -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """02.meta_kernel's last sample, tried once the others pass (a kernel that writes past a fixed array crashes on
-    it): ranks 32 and 32, an output of rank 64, the most many of torch's operators take (their dimensions in a 64-bit
-    set), past any cap a kernel might pick below it."""
-    return [(torch.ones((1,) * 31 + (2,)), torch.ones((2,) + (1,) * 31, dtype=torch.float64))]
+def _outer_high_ranks() -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """02.meta_kernel's last samples, tried once the others pass (a kernel that writes past a fixed array crashes on
+    them): an output of rank 64, the most many of torch's operators take (their dimensions in a 64-bit set), and one
+    of rank 65: the CPU kernel takes any rank, and a fixed buffer of 64 sizes overflows."""
+    return [(torch.ones((1,) * 31 + (2,)), torch.ones((2,) + (1,) * 31, dtype=torch.float64)),
+            (torch.ones((1,) * 32 + (2,)), torch.ones((2,) + (1,) * 31, dtype=torch.float64))]
 
 
 def _described(tensor: torch.Tensor) -> str:
@@ -974,13 +975,15 @@ def meta_kernel(path: Path) -> Result:
     load_cpp("exercise02_outer", path, label="your 02_meta_kernel.cpp")
     outer = torch.ops.exercise02.outer
     problems = []
-    for a, b in _outer_samples() + _outer_rank_64():
-        if problems and a.dim() + b.dim() == 64:  # the problems so far, before a sample that may crash
+    for a, b in _outer_samples() + _outer_high_ranks():
+        if problems and a.dim() + b.dim() >= 64:  # the problems so far, before a sample that may crash
             break
         what = f"on meta tensors {_described(a)} and {_described(b)}"
         real = outer(a, b)
         expected = (a.reshape(-1, 1) * b.reshape(1, -1)).reshape(a.shape + b.shape).to(torch.result_type(a, b))
-        if real.dtype != expected.dtype or not real.is_contiguous() or not torch.allclose(real, expected):
+        # Compared flat: torch.allclose takes 64 dimensions at most.
+        if (real.dtype != expected.dtype or not real.is_contiguous()
+                or not torch.allclose(real.reshape(-1), expected.reshape(-1))):
             return Result(False, f"on {_described(a)} and {_described(b)} the CPU kernel no longer returns the "
                                  "contiguous outer product in a * b's dtype: the task is the Meta kernel, and the CPU "
                                  "kernel is what it must agree with")

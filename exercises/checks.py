@@ -676,6 +676,14 @@ def _softplus2_on_fake_tensors(op) -> list[str]:
     return []
 
 
+def _sparse_bsc() -> torch.Tensor:
+    """A 2 x 2 sparse BSC tensor that requires grad (torch warns, once, that BSC support is in beta: not the reader's
+    concern)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.eye(2).to_sparse_bsc((1, 1)).requires_grad_()
+
+
 def _flushes_denormals() -> bool:
     return (torch.tensor([1e-40]) * 1.0).item() == 0.0
 
@@ -3758,6 +3766,8 @@ def records_graph(path: Path) -> Result:
          lambda: [torch.eye(2).to_sparse_csc().requires_grad_()]),
         ("a sparse BSR input (blocks of 1x1) that requires grad, inside forward_ad.dual_level()", True,
          lambda: [torch.eye(2).to_sparse_bsr((1, 1)).requires_grad_()]),
+        ("a sparse BSC input (blocks of 1x1) that requires grad, inside forward_ad.dual_level()", True,
+         lambda: [_sparse_bsc()]),
     ]
 
     def addcmul_add(a, b, c, d):

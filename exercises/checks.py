@@ -3675,6 +3675,8 @@ def vmap_rule(path: Path) -> Result:
                  torch.randn(4, 2, 3), torch.randn(4, 3, 2), (0, 0)),
                 ("x and y [4, 2, 5, 6], both batched in dimension 0: examples of three dimensions",
                  torch.randn(4, 2, 5, 6), torch.randn(4, 2, 5, 6), (0, 0)),
+                ("x [3, 7, 4] with no batch (three dimensions) and y [5, 3, 4] batched in dimension 0",
+                 torch.randn(3, 7, 4), torch.randn(5, 3, 4), (None, 0)),
                 ("an empty batch, x [0, 2, 3] and y [0, 4, 3], both batched in dimension 0: examples of 2 and of 4 "
                  "rows, though there is none (torch's own (x * y).sum(1) refuses them under vmap)",
                  torch.randn(0, 2, 3), torch.randn(0, 4, 3), (0, 0))]:

@@ -224,6 +224,13 @@ HUGE_PAGE = 2 << 20
 MADV_COLLAPSE = 25  # linux/mman.h; Linux 6.1 on
 
 
+def libc_madvise():
+    """The C library's madvise(address, length, advice) -> 0, or -1 where the kernel refuses."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return libc.madvise
+
+
 def in_huge_pages() -> int:
     """Move this process's writable anonymous memory (the objects of its imports: 400 MB here) into 2 MB pages, and
     return how many bytes moved. fork() copies a process's page tables: one entry per 4 kB page, a hundred thousand
@@ -231,9 +238,7 @@ def in_huge_pages() -> int:
     of fork and exit, an exercise check 54 -> 37 ms, for one second once (tests/test_forkserver.py checks that a child
     starts with them). Where the kernel cannot (before Linux 6.1, or no huge page free), madvise refuses and nothing
     changes: a child is the same process either way."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    moved = 0
+    madvise, moved = libc_madvise(), 0
     with open("/proc/self/maps") as maps:
         for line in maps:  # "start-end perms offset device inode [path]"
             fields = line.split()
@@ -242,7 +247,7 @@ def in_huge_pages() -> int:
             start, end = (int(address, 16) for address in fields[0].split("-"))
             start = -(-start // HUGE_PAGE) * HUGE_PAGE  # the whole huge pages inside
             end = end // HUGE_PAGE * HUGE_PAGE
-            if end > start and libc.madvise(start, end - start, MADV_COLLAPSE) == 0:
+            if end > start and madvise(start, end - start, MADV_COLLAPSE) == 0:
                 moved += end - start
     return moved
 

@@ -171,9 +171,7 @@ def huge_pages_here() -> bool:
         memory.write(b"x" * len(memory))
         start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
         start = -(-start // forkserver.HUGE_PAGE) * forkserver.HUGE_PAGE
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        return libc.madvise(start, forkserver.HUGE_PAGE, forkserver.MADV_COLLAPSE) == 0
+        return forkserver.libc_madvise()(start, forkserver.HUGE_PAGE, forkserver.MADV_COLLAPSE) == 0
 
 
 @with_the_sessions_server

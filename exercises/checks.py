@@ -5957,8 +5957,9 @@ def upcast_mode(path: Path) -> Result:
                                      f"never saw fp32_only: your mode hid the calls it made from the modes below it "
                                      f"on the stack. func(...) hands the call on to them (lesson 10, section 1: "
                                      f"modes stacked){hint}")
-        if problem := (_upcast_across_calls(mode) or _upcast_traced(mode) or _upcast_on_fake_cuda(mode, received)
-                       or _upcast_after_a_redefinition(mode)):
+        # A new instance too: a cache of the caller's tensors, bounded, is full by now in the one all calls used.
+        if problem := (_upcast_across_calls(mode) or _upcast_across_calls(answer.Upcast()) or _upcast_traced(mode)
+                       or _upcast_on_fake_cuda(mode, received) or _upcast_after_a_redefinition(mode)):
             return Result(False, f"{problem}{hint}")
         # float64 and integer calls: nothing to cast, so nothing cast.
         received.clear()

@@ -1451,16 +1451,23 @@ def _outlives_its_last_reference(make) -> bool:
 def _inplace_result_freed(op) -> list[str]:
     """The written tensor and its graph are freed as soon as the caller drops them, by reference counting, as torch's
     add_'s are: nothing the Function keeps (an attribute of ctx) points back at the tensor it marked dirty."""
-    def written():
-        y = torch.ones(1000, requires_grad=True).clone()
-        op(y, torch.ones(1000, requires_grad=True))
-        return y
+    def written(into_itself: bool):
+        def make():
+            y = torch.ones(1000, requires_grad=True).clone()
+            op(y, y if into_itself else torch.ones(1000, requires_grad=True))
+            return y
+        return make
 
-    if _outlives_its_last_reference(written):
+    if _outlives_its_last_reference(written(False)):
         return ["y = x.clone(); add_(y, other); del y: y is still alive until Python's cycle collector runs: the graph "
                 "refers back to it (an attribute of ctx holding x, which forward returns: y -> grad_fn -> ctx -> y), "
                 "so each step's tensors, and their memory, outlive the step. What backward needs is saved with "
                 "ctx.save_for_backward, which makes no cycle (lesson 04, section 1)"]
+    if _outlives_its_last_reference(written(True)):
+        return ["y = x.clone(); add_(y, y) (y doubled in place); del y: y is still alive until Python's cycle "
+                "collector runs: the graph refers back to it through `other`, which is y here (an attribute of ctx "
+                "holding other: y -> grad_fn -> ctx -> y), so each step's tensors outlive the step. What backward "
+                "needs is saved with ctx.save_for_backward, which makes no cycle, and only that (lesson 04, section 1)"]
     return []
 
 

@@ -14,7 +14,7 @@ conjugated lazily, on a leaf that requires grad (refused; inside torch.no_grad()
 inside a TorchDispatchMode, which must see the call, on a tensor subclass with `__torch_dispatch__` (torch's TwoTensor),
 on complex tensors under a loss that gives the output a complex gradient, on dual tensors (forward-mode AD: the right
 tangent, or a refusal) and from two threads at once; each call must leave the thread's dispatch state as it found it,
-and the tensor it wrote must be freed once the caller drops it.
+and the tensor it wrote must be freed once the caller drops it (add_(y, y) too).
 """
 
 import torch

@@ -650,8 +650,9 @@ def _softplus2_tangent(op) -> list[str]:
     if tangent is not None and torch.allclose(tangent.double(), torch.sigmoid(2 * x) * tangent_of_x):
         return []
     shown = "none" if tangent is None else [round(value, 4) for value in tangent.tolist()]
-    return [f"{what}: the output's tangent is {shown}, not the derivative times x's tangent. The kernel's operations did not carry x's tangent: a kernel made of torch operations, "
-            "at the right key, is differentiable in forward mode too, whatever requires_grad says"]
+    return [f"{what}: the output's tangent is {shown}, not the derivative times x's tangent. The kernel's operations "
+            "did not carry x's tangent: a kernel made of torch operations, at the right key, is differentiable in "
+            "forward mode too, whatever requires_grad says"]
 
 
 def _softplus2_on_fake_tensors(op) -> list[str]:

@@ -125,14 +125,15 @@ def load(layer: str) -> Built:
     Loading the same build twice is a no-op. Loading a *different* build of a layer that defines a
     namespace already in the process raises NamespaceAlreadyRegistered instead of aborting.
     """
-    return load_sources(f"workbook_{layer}", layer_sources(layer), label=f"layer {layer!r} ({', '.join(LAYERS[layer])})")
+    label = f"layer {layer!r} ({', '.join(LAYERS[layer])})"
+    return load_sources(f"workbook_{layer}", layer_sources(layer), label=label)
 
 
 def load_sources(name: str, sources: list[Path], label: str | None = None, optimize: bool = True) -> Built:
     """Compile `sources` into one library called `name` (plus a hash of everything that went into it) and load it:
     what load() does for a layer, for any files, yours included. `label` names the build in progress lines.
-    optimize=False compiles at -O1, not -O3: for code whose speed does not matter (an exercise's answer), about a quarter
-    less compile time; the precompiled header still serves it (g++ checks that both define __OPTIMIZE__)."""
+    optimize=False compiles at -O1, not -O3: for code whose speed does not matter (an exercise's answer), about a
+    quarter less compile time; the precompiled header still serves it (g++ checks that both define __OPTIMIZE__)."""
     sources = [Path(source).resolve() for source in sources]
     label = label or f"{name} ({', '.join(source.name for source in sources)})"
     tools = toolchain.toolchain()
@@ -171,9 +172,9 @@ def load_sources(name: str, sources: list[Path], label: str | None = None, optim
             raise
         output = getattr(error.__cause__, "output", None) or b""
         text = output.decode(errors="replace") if isinstance(output, bytes) else str(output)
-        raise CompileError(
-            f"{label[:1].upper() + label[1:]} failed to compile. First errors:\n\n{toolchain.first_diagnostics(text or str(error))}"
-        ) from None
+        first_errors = toolchain.first_diagnostics(text or str(error))
+        what = label[:1].upper() + label[1:]
+        raise CompileError(f"{what} failed to compile. First errors:\n\n{first_errors}") from None
     return Built(name.removeprefix("workbook_"), library, time.perf_counter() - start, compiled=cold)
 
 

@@ -21,7 +21,7 @@ NAME = "workbook"
 
 
 def _device_module() -> types.ModuleType:
-    """torch.workbook: what torch asks of a device's module (as of torch.cuda) when it creates or seeds tensors there."""
+    """torch.workbook: what torch asks of a device's module (as of torch.cuda) to create or seed tensors there."""
     module = types.ModuleType(f"torch.{NAME}")
     module.is_available = lambda: True
     module.is_initialized = lambda: True

@@ -186,10 +186,11 @@ def table_text(ops, keys: list[str] | None = None) -> str:
     keys = keys or DEFAULT_KEYS
     names = [tr.op_name(op) for op in ops]
     width = max(len(key) for key in keys) + 2
-    rows = [" " * (max(map(len, names)) + 2) + "".join(f"{key:<{width}}" for key in keys)]
+    name_width = max(map(len, names)) + 2
+    rows = [" " * name_width + "".join(f"{key:<{width}}" for key in keys)]
     for name in names:
         table = tr.dispatch_table(name)
-        rows.append(f"{name:<{max(map(len, names)) + 2}}" + "".join(f"{_short(table.get(key)):<{width}}" for key in keys))
+        rows.append(f"{name:<{name_width}}" + "".join(f"{_short(table.get(key)):<{width}}" for key in keys))
     return "\n".join(row.rstrip() for row in rows)
 
 

@@ -53,7 +53,8 @@ class Line:
                     return
                 seconds = time.perf_counter() - self._start
                 if self.jupyter:
-                    self._handle.update(self._html("⏳", f"building {self.what} ... {seconds:.0f} s", "#555"), raw=True)
+                    html = self._html("⏳", f"building {self.what} ... {seconds:.0f} s", "#555")
+                    self._handle.update(html, raw=True)
                 else:
                     print(f"  ... still building {self.what} ({seconds:.0f} s)", file=sys.stderr)
 

@@ -1,6 +1,6 @@
 """Lesson 08's shipping steps, each built once into build/shipping/ and reused by the lesson, its tests and exercise.
 
-    wheel = shipping.build_wheel()            # csrc/package -> build/shipping/wheel_<hash>/workbook_ops-...-cp310-abi3-....whl
+    wheel = shipping.build_wheel()            # csrc/package -> wheel_<hash>/workbook_ops-...-cp310-abi3-...whl
     stable = shipping.build_wheel("stable")   # csrc/stable  -> workbook_stable-...whl, on LibTorch's stable ABI
     shipping.abi_matrix("stable")        # each wheel built with each torch of the checkout's venvs, run under each
     site = shipping.install(wheel)       # a folder holding the installed package and nothing else

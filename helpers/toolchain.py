@@ -183,7 +183,8 @@ def precompiled_header(sources: list[Path], cflags: list[str]) -> list[str]:
     applies or its build failed (the layer then compiles as usual)."""
     tools = toolchain()
     includes_library = any(re.search(r"^\s*#\s*include\s*<torch/library\.h>", p.read_text(), re.M) for p in sources)
-    if os.environ.get("WORKBOOK_PCH") == "0" or "clang" in tools.compiler or "-fopenmp" in cflags or not includes_library:
+    pch_off = os.environ.get("WORKBOOK_PCH") == "0"
+    if pch_off or "clang" in tools.compiler or "-fopenmp" in cflags or not includes_library:
         return []
     flags = extension_cflags(cflags)
     folder = paths.BUILD_DIR / f"pch_{paths.content_hash([], tools.compiler, torch.__version__, *flags, length=10)}"
@@ -192,8 +193,8 @@ def precompiled_header(sources: list[Path], cflags: list[str]) -> list[str]:
         if not Path(f"{header}.gch").exists() and not failed.exists():
             header.write_text("".join(f"#include <{name}>\n" for name in PCH_HEADERS))
             with progress.Line(f"precompiled header ({', '.join(PCH_HEADERS)})"):
-                done = subprocess.run([paths.compiler(), "-x", "c++-header", *flags, str(header), "-o", f"{header}.gch.tmp"],
-                                      capture_output=True, text=True)
+                command = [paths.compiler(), "-x", "c++-header", *flags, str(header), "-o", f"{header}.gch.tmp"]
+                done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode == 0:
                 os.replace(f"{header}.gch.tmp", f"{header}.gch")
             else:

@@ -5,11 +5,12 @@ and now, highest priority first. Use torch._C's functions, as lesson 00's "Under
 helpers.trace. The check compares your list with the dispatcher's for aten's and the workbook's operators and operators
 defined from Python, composite, in-place and view ones, factory functions (given a device, a layout or a quantized
 dtype, or neither) and an operator with no tensor argument at all (under the Python dispatcher too) included, on CPU,
-meta (and factories for CUDA, XPU, MPS, HPU, MTIA and PrivateUse1), sparse (COO and CSR) and conjugated complex tensors,
-mixed ones, lists and tuples of them and tensors given by keyword (not numbers given for a Tensor argument, which the
-call wraps in a tensor of its own), inside torch.no_grad(), torch.inference_mode(), torch.autocast("cpu"),
-torch.device("meta") and after torch.set_default_device("meta"), a TorchDispatchMode that hands each call on (what a
-mode such as FakeTensorMode does with a call is its own Python code: lesson 10),
+meta (and factories for CUDA, XPU, MPS, HPU, MTIA, XLA, Lazy and PrivateUse1, under its own name and the name an
+out-of-tree backend gives it with torch.utils.rename_privateuse1_backend, as lesson 09 does), sparse (COO and CSR) and
+conjugated complex tensors, mixed ones, lists and tuples of them and tensors given by keyword (not numbers given for a
+Tensor argument, which the call wraps in a tensor of its own), inside torch.no_grad(), torch.inference_mode(),
+torch.autocast("cpu"), torch.device("meta") and after torch.set_default_device("meta"), a TorchDispatchMode that hands
+each call on (what a mode such as FakeTensorMode does with a call is its own Python code: lesson 10),
 torch._C._AutoDispatchBelowADInplaceOrView(), Meta in the thread's include set (torch._C._IncludeDispatchKeyGuard, as
 FakeTensorMode runs a kernel; a factory too), a level of torch.func.vmap (as torch.func's transforms enter) and torch's
 Python dispatcher (torch._dispatch.python.enable_python_dispatcher(), as torch.compile's tracing enters: its key is

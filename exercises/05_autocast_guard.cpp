@@ -14,8 +14,9 @@
 // on float64 xs with a bfloat16 scale, on int64 and complex64 ones and on xs of two dtypes (which the CPU kernel
 // refuses) in the region, once with shapes it refuses, and once after the region; then in three more regions on the
 // same tensors, changed in between (in place under no_grad, then through `.data`). It records the dtypes the layers
-// below autocast receive, checks the results and gradients, whether the tensors it gave are freed after their calls,
-// and compares the thread-local include and exclude sets before and after each call, the refused ones included.
+// below autocast receive, checks the results and gradients, whether the tensors it gave are freed after their calls (a
+// refused call's too), and compares the thread-local include and exclude sets before and after each call, the refused
+// ones included.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>

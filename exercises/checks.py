@@ -212,6 +212,10 @@ def _walk_cases():
          _BACKEND_SELECT, {"device": "mtia"}),
         ("aten::zeros([2], device=\"privateuseone\") (asked, not called: an out-of-tree backend's, as lesson 09's)",
          torch.ops.aten.zeros.default, ([2],), nullcontext, _BACKEND_SELECT, {"device": "privateuseone"}),
+        ("aten::zeros([2], device=\"xla\") (asked, not called)", torch.ops.aten.zeros.default, ([2],), nullcontext,
+         _BACKEND_SELECT, {"device": "xla"}),
+        ("aten::empty.memory_format([2], device=\"lazy\") (asked, not called)", torch.ops.aten.empty.memory_format,
+         ([2],), nullcontext, _BACKEND_SELECT, {"device": "lazy"}),
         ("aten::add.Tensor(self=m, other=m), meta tensors by keyword", torch.ops.aten.add.Tensor, (), nullcontext,
          tensors, {"self": a.to("meta"), "other": a.to("meta")}),
         ("aten::add.out(y, y, out=buffer), out a meta tensor by keyword", torch.ops.aten.add.out, (y, y), nullcontext,
@@ -344,6 +348,14 @@ def walk(path: Path) -> Result:
             return result
     finally:
         aten._destroy()
+    # An out-of-tree backend names its device (lesson 09 calls PrivateUse1 "workbook"): the name is the backend's own.
+    if torch._C._get_privateuse1_backend_name() == "privateuseone":
+        torch.utils.rename_privateuse1_backend("npu")
+    named = torch._C._get_privateuse1_backend_name()
+    if not (result := walked(f"aten::zeros([2], device=\"{named}\") after torch.utils.rename_privateuse1_backend("
+                             f"\"{named}\") (asked, not called)", torch.ops.aten.zeros.default, ([2],),
+                             where_to_look=_BACKEND_SELECT, kwargs={"device": named})).passed:
+        return result
     # Asking is not calling: a walk reads the tables, and leaves the arguments as they were.
     x, y = torch.ones(3), torch.ones(3)
     kernels(torch.ops.aten.add_.Tensor, x, y)
@@ -352,7 +364,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 7} calls walked as the dispatcher walks them, two of them again after a "
+    return Result(True, f"all {len(cases) + 8} calls walked as the dispatcher walks them, two of them again after a "
                         "registration; none of them made")
 
 
@@ -3227,10 +3239,24 @@ def _sum_squares_inputs_freed(op) -> str | None:
             op(xs, None)
         return xs
 
+    def a_refused_batch():  # float32 xs of two lengths: autocast hands them on as they are, and the CPU kernel refuses
+        xs = [torch.randn(100), torch.randn(99)]
+        with torch.autocast("cpu"):
+            try:
+                op(xs, None)
+            except RuntimeError:
+                pass
+        return xs
+
     if kept := _kept_alive(20, a_batch):
         return (f"{kept} of 40 tensors, each given to one call in a region and then dropped, are still alive: "
                 "something your kernel kept (a cache of casts?) holds them, and their memory, for the life of the "
                 "thread or process. torch's own cache of casts lives for one region (lesson 05, section 5)")
+    if kept := _kept_alive(1, a_refused_batch):
+        return (f"{kept} of 2 float32 tensors given to a call in a region that the CPU kernel refused (xs of lengths "
+                "100 and 99), then dropped, are still alive: something your kernel keeps between calls (a buffer "
+                "reused across calls?) holds them, and their memory, when an error skips the line that would let go "
+                "of them: until the thread's next call, or forever in a thread that makes none")
     return None
 
 
@@ -3427,8 +3453,9 @@ def fake_kernel(path: Path) -> Result:
             strides = (f"strides {list(a.stride())}" if b.stride() == a.stride() else
                        f"strides {list(a.stride())} and {list(b.stride())}")
             real = op(a, b)
+            on_meta = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in (a, b)]
             try:
-                fake_out = op(*(torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in (a, b)))
+                fake_out = op(*on_meta)
             except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
                 return Result(False, f"{inputs}: your fake kernel raised {_raised(error, path)}\nThe real kernel "
                                      "takes these inputs: a fake kernel must work for every input the real one takes "
@@ -3448,8 +3475,7 @@ def fake_kernel(path: Path) -> Result:
                 # torch's own meta kernel for stack disagrees with its CPU kernel for some inputs that are not
                 # contiguous (sliced channels_last ones, of one dtype or two: CPU contiguous, meta the inputs' order
                 # of strides): a fake kernel that calls torch.stack inherits it.
-                own_meta = (not a.is_contiguous() and torch.stack(
-                    [a.to("meta"), b.to("meta")]).stride() == fake_out.stride())
+                own_meta = not a.is_contiguous() and torch.stack(on_meta).stride() == fake_out.stride()
                 return Result(False, f"{inputs} ({strides}): your fake kernel's output has strides "
                                      f"{list(fake_out.stride())}, the real kernel's differ in dimension(s) "
                                      f"{', '.join(map(str, wrong))}: compiled code lays out memory by the fake's "
@@ -3692,12 +3718,14 @@ def vmap_rule(path: Path) -> Result:
                 out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
             except Exception:  # noqa: BLE001 - refused, as each example's call is
                 continue
+            folded = (" (folded into the rows, an empty batch's [0, 2, 3] and [0, 4, 3] are both [0, 3])"
+                      if x.numel() == 0 else "")
             return Result(False, f"with {what}, which the kernel refuses for each example (two shapes, two dtypes, or "
                                  f"examples that are not 2-D), vmap with your rule returned a result of shape "
-                                 f"{list(out.shape)}: a rule "
-                                 "that broadcasts or casts the inputs makes a call the operator never accepts, so a "
-                                 "batched model computes what the unbatched one refuses. Hand the kernel the inputs "
-                                 "as they are, their batch dimension lined up (lesson 06, section 6)")
+                                 f"{list(out.shape)}, so a batched model computes what the unbatched one refuses. A "
+                                 "rule that broadcasts or casts the inputs, or one whose call shows the kernel other "
+                                 f"shapes than an example's{folded}, gets past the kernel's own checks (lesson 06, "
+                                 "section 6)")
         return Result(True, "one call, whichever inputs are batched and wherever their batch is, for empty batches, "
                             "float64 and int64 too, on an input's new values, and on new inputs in freed memory; "
                             "what the kernel refuses, refused")
@@ -5009,6 +5037,21 @@ def stable_autograd(path: Path) -> Result:
                              "runs: the graph refers back to it (ctx.output = output, say: output -> grad_fn -> ctx -> "
                              "output), so each step's outputs, and their memory, outlive the step. What backward needs "
                              "is saved with ctx.save_for_backward, which makes no cycle (lesson 04, section 1)" + hint)
+    # The graph lives on (a loss made from the output) and the output is dropped, as a model's intermediates are: its
+    # memory goes at once, since add's backward reads no tensor.
+    out = op(*inputs)
+    memory = out.untyped_storage()._weak_ref()
+    total = out.sum()  # noqa: F841 - the graph that holds whatever ctx saved; sum's backward keeps no tensor
+    del out
+    try:
+        if not torch.UntypedStorage._expired(memory):
+            return Result(False, "an output of add, dropped by the caller while the graph lives on (a loss made from "
+                                 "it), still holds its memory: the graph keeps it (saved for backward?), which add's "
+                                 "backward does not need. torch's own a + b frees it at once, so a model's "
+                                 "intermediates do not stay until backward (lesson 04, section 1: what forward saves)"
+                                 + hint)
+    finally:
+        torch.UntypedStorage._free_weak_ref(memory)
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")
@@ -5638,6 +5681,9 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
         (f"x.transpose_(0, 1) in {name}, x a square view of a flat tensor: an in-place view operator "
          "(torch.Tag.inplace_view), which changes x's strides, not the memory it shares with that tensor",
          lambda d: ((fresh(torch.arange(9.0), d).view(3, 3), 0, 1), {}), torch.Tensor.transpose_, returns(0)),
+        (f"x.unsqueeze_(0) in {name}, x a view with gaps (base[:, ::2], strides [6, 2]): an in-place view operator "
+         "(torch.Tag.inplace_view)", lambda d: ((fresh(torch.arange(12.0).view(2, 6), d)[:, ::2], 0), {}),
+         torch.Tensor.unsqueeze_, returns(0)),
         (f"scale_both_swapped_(x, y, 3.0) in {name}: x and y written, returned as y then x",
          lambda d: ((fresh(x, d), fresh(a, d), 3.0), {}), ops.scale_both_swapped_, y_then_x),
         (f"cast_twice(x, torch.float32) in {name}: an argument given by position names the output's dtype",
@@ -5813,6 +5859,24 @@ def _upcast_traced(mode) -> str | None:
                 f"run on [1, 2, 3], gave {out.tolist()} where x * 2 + 1 is {right.tolist()}: the graph has no write "
                 "into x. Your mode wrote the result back into the caller's tensor where the modes below it could not "
                 "see it; made plainly inside __torch_dispatch__, the write reaches them")
+
+    def subtracted(a, b):
+        with mode:
+            return torch.sub(a, b)
+
+    # As torch.compile and torch.export trace: fake tensors (no data, no data pointer), their sizes symbols.
+    what = ("make_fx(tracing_mode=\"symbolic\") (fake tensors with symbolic sizes, as torch.compile and torch.export "
+            "trace) traced a function that calls torch.sub(a, b) under your mode")
+    try:
+        graph = make_fx(subtracted, tracing_mode="symbolic")(torch.ones(3, dtype=torch.float16),
+                                                             torch.ones(3, dtype=torch.float16))
+    except Exception as error:  # noqa: BLE001 - the reader's mode may raise anything: said with its call
+        return (f"{what}, on ones: it raised {type(error).__name__}: {str(error).strip().splitlines()[0][:200]}. A "
+                "fake tensor has no data: what your mode does with a tensor must not need its memory")
+    a, b = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16), torch.tensor([10.0, 20.0, 30.0], dtype=torch.float16)
+    if not torch.equal(out := graph(a, b), a - b):
+        return (f"{what}, on ones; the graph, run on {a.tolist()} and {b.tolist()}, gave {out.tolist()} where a - b is "
+                f"{(a - b).tolist()}")
     return None
 
 

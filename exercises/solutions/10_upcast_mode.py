@@ -19,9 +19,10 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
   runs as it is: a view of a float32 copy would share nothing with the caller's tensor; and so does one that changes
   an argument's view of memory in place (tagged torch.Tag.inplace_view: t_, as_strided_ and set_ among others);
 - the mode's own work (its casts, and its writes into the caller's tensors) is made as calls the modes below it see:
-  make_fx, run on a function that uses the mode, must record a graph that computes from its inputs, and writes where the
-  call writes. It keeps nothing between calls (an operator's name may be defined again, with another schema; a tensor
-  may be written where its version counter does not see it).
+  make_fx, run on a function that uses the mode (on real tensors, and on fake ones of symbolic sizes, as torch.compile
+  traces), must record a graph that computes from its inputs, and writes where the call writes. It keeps nothing between
+  calls (an operator's name may be defined again, with another schema; a tensor may be written where its version counter
+  does not see it).
 
 One kind of call does show the mode to its caller, by the rule above: one that mixes float32 and half tensors. aten's
 `torch.add(f32, f16)` gives float32 without the mode and half under it (the check's own operators refuse half inputs:

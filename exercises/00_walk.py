@@ -3,8 +3,8 @@
 Write `kernels(op, *args, **kwargs)`: the dispatch keys whose kernels the dispatcher calls for op(*args, **kwargs), here
 and now, highest priority first. Use torch._C's functions, as lesson 00's "Underneath trace.call" does, not
 helpers.trace. The check compares your list with the dispatcher's for aten's and the workbook's operators and operators
-defined from Python, composite, in-place and view ones, factory functions (given a device, a layout or a quantized
-dtype, or neither) and an operator with no tensor argument at all (under the Python dispatcher too) included, on CPU,
+defined from Python, composite, in-place and view ones, factory functions (given a device, a layout, a quantized dtype
+or both, or neither) and an operator with no tensor argument at all (under the Python dispatcher too) included, on CPU,
 meta (and factories for CUDA, XPU, MPS, HPU, MTIA, XLA, Lazy and PrivateUse1, under its own name and the name an
 out-of-tree backend gives it with torch.utils.rename_privateuse1_backend, as lesson 09 does), sparse (COO and CSR) and
 conjugated complex tensors, mixed ones, lists and tuples of them and tensors given by keyword (not numbers given for a

@@ -10,7 +10,8 @@ has no batch (the same x, or y, for every example). `info.batch_size` is the bat
 batch dimension of the result). The check vmaps with each input batched in any dimension or not at all, over any
 strides, an empty batch, empty rows, matrices with no rows, float64 and int64 values, and vmap of vmap, and counts the
 kernel's calls; it also hands it inputs the kernel refuses for each example (two shapes, two dtypes, three dimensions,
-batched or not; in an empty batch too).
+batched or not; in an empty batch too), and calls it again on an input written in between (in place, and through
+`.data`).
 """
 
 import torch

@@ -6,10 +6,10 @@ Tensor(a!)`: the fallback serves it. Write one in Python: the check registers `m
 else checks, converts or resizes anything (section 7). As aten's out= kernels do, on the device it must:
 - write self * other into `out` itself (its own memory, whatever its strides) and return `out`; `self` and `other`
   broadcast (empty ones too), and `out` may be `self` or `other` itself; an `out` of another shape (an empty one, one
-  with as many elements, or a larger one the product could be broadcast into) is resized to the product's shape,
-  and laid out as aten lays out the product (by the inputs' strides: channels_last, transposed or expanded inputs; a
-  channels_last `out`), unless it is `self` or `other` itself, which aten refuses to resize (to another shape, even
-  of as many elements);
+  with as many elements, or a larger one the product could be broadcast into) is resized to the product's shape where it
+  is (a view into a larger buffer keeps its offset), and laid out as aten lays out the product (by the inputs' strides:
+  channels_last, transposed or expanded inputs; a channels_last `out`), unless it is `self` or `other` itself, which
+  aten refuses to resize (to another shape, even of as many elements);
 - compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a
   RuntimeError, a product that `out`'s dtype cannot hold (a float product into an integer `out`);
 - accept a 0-dim CPU tensor as `self` or `other` (a scalar), and refuse any other CPU tensor, `out` included, with a
@@ -18,7 +18,8 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
   them is `out`.
 The check calls it on each of these cases, compares with aten's own mul on the CPU, calls it again after an argument
 changed in place, and makes sure thread-local state is as it was after each call, inside torch.no_grad() too. Any torch
-operator may be called inside (on the device, `*` runs a kernel of ours).
+operator may be called inside (on the device, `*` runs a kernel of ours). (aten also refuses an `out` that partly
+overlaps `self` or `other`; the check does not ask that of yours.)
 """
 
 import torch

@@ -257,6 +257,9 @@ def _walk_cases():
         ("aten::mm(a, b), a requiring grad, under torch's Python dispatcher (torch._dispatch.python."
          "enable_python_dispatcher(), which torch.compile's tracing enters)", torch.ops.aten.mm.default,
          (a.detach().clone().requires_grad_(), b), enable_python_dispatcher, _PYTHON_DISPATCHER),
+        ("aten::empty.memory_format([2, 2], layout=torch.sparse_coo, dtype=torch.qint8): a sparse layout and a "
+         "quantized dtype (asked, not called)", torch.ops.aten.empty.memory_format, ([2, 2],), nullcontext,
+         _BACKEND_SELECT, {"layout": torch.sparse_coo, "dtype": torch.qint8}),
     ]
 
 
@@ -1408,6 +1411,9 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                                                lambda x, other: x.clone().add_(other.conj()),
                                                ("x", "other (given as other.conj(), lazily conjugated)"),
                                                "x.clone().add_(other.conj())")
+                         or _complex_gradients(lambda x, other: op(x.clone(), other),
+                                               lambda x, other: x.clone().add_(other), ("x", "other (real)"),
+                                               "x.clone().add_(other)", real_second=True)
                          or _tangent_kept(lambda make_dual: op(make_dual(torch.ones(3), torch.ones(3)).clone(),
                                                                make_dual(torch.full((3,), 2.0), torch.full((3,), 2.0))),
                                           "y = x.clone(), x of tangent [1, 1, 1], and other of tangent [2, 2, 2], "
@@ -1564,19 +1570,33 @@ def _complex_shown(values: torch.Tensor) -> str:
     return "[" + ", ".join(f"{z.real:g}{z.imag:+g}j" for z in values.tolist()) + "]"
 
 
-def _complex_gradients(call, reference, names: tuple[str, ...], formula: str) -> str | None:
+def _complex_gradients(call, reference, names: tuple[str, ...], formula: str,
+                       real_second: bool = False) -> str | None:
     """The gradients of complex inputs, for a loss whose gradient at the output is complex ((out * w).real.sum(), w
     complex), against those of torch's own `formula` (`reference`); None where they agree. For complex tensors autograd
     hands backward the conjugate Wirtinger gradient (torch's docs, "Autograd for Complex Numbers"): a backward right
-    for real inputs may still be wrong for complex ones, and a real gradient at the output does not tell."""
+    for real inputs may still be wrong for complex ones, and a real gradient at the output does not tell.
+    real_second: the second input real (a real bias added into a complex tensor), its gradient real too."""
     values = [torch.tensor([1 + 2j, -3j, 0.5 - 1j]), torch.tensor([2 - 1j, 0.5j, -1 + 0j])]
+    if real_second:
+        values[1] = values[1].real.clone()
     weights = torch.tensor([0.5 - 2j, 1 + 1j, -3j])
 
     def gradients(function):
         inputs = [value.clone().requires_grad_() for value in values[:len(names)]]
         return torch.autograd.grad((function(*inputs) * weights).real.sum(), inputs)
 
-    for name, got, want in zip(names, gradients(call), gradients(reference)):
+    try:
+        got_all = gradients(call)
+    except RuntimeError as error:
+        if not real_second:
+            raise
+        told = str(error).splitlines()[0].split("  (Could this error")[0][:200]
+        return (f"{formula} with a complex x and a real other (which torch's add_ takes: a real bias added into a "
+                f"complex tensor), under a loss that gives the output a complex gradient: backward raised: {told}. "
+                "Each gradient has its input's kind: a real input's gradient is real, as torch's own formulas give it "
+                "(its docs: Autograd for Complex Numbers)")
+    for name, got, want in zip(names, got_all, gradients(reference)):
         if not torch.allclose(got, want):
             return (f"for complex inputs, and a loss whose gradient at the output is complex ((out * w).real.sum(), "
                     f"w = {_complex_shown(weights)}), the gradient of {name} is {_complex_shown(got)}, where torch's "
@@ -3693,6 +3713,15 @@ def vmap_rule(path: Path) -> Result:
                                      "tensor (a cache keyed on id() or a data pointer is one). A rule computes from "
                                      "the inputs it is given")
             del y
+        y = torch.randn(5, 6)
+        batched(xs, y)
+        y.data.mul_(2)  # a write its version counter does not see (an EMA of weights, code that writes through .data)
+        if not torch.allclose(out := batched(xs, y), expected := (xs * y).sum(2), rtol=1e-5, atol=1e-5):
+            return Result(False, "with x batched in dimension 0 and y with no batch, called again after a write "
+                                 "into y through y.data (y.data.mul_(2), which y's version counter does not count, "
+                                 "as a write through numpy's view of it does not): wrong result, off by up to "
+                                 f"{(out - expected).abs().max():.3g}: the rule used y as it was before the write. "
+                                 "A rule computes from the inputs it is given")
         # Inputs the kernel refuses for each example (the loop of the skeleton's rule refuses them): so must a rule.
         for what, x, y, in_dims in [
                 ("x of shape [4, 1, 6] batched in dimension 0 and y [5, 6] with no batch: rows of 1 and of 5",
@@ -4761,6 +4790,31 @@ def load_before_aoti(path: Path) -> Result:
                         "installed package")
 
 
+def _stable_add_unbacked(op, path: Path) -> str | None:
+    """add on two fake tensors whose first sizes are unbacked symbols (the counts of x[x > 0] and y[y > 0], equal when
+    the call runs, and no trace knows them): a fake kernel's check of the shapes must hold off to the call, not refuse
+    or decide while tracing."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    with mode:
+        first, second = mode.shape_env.create_unbacked_symint(), mode.shape_env.create_unbacked_symint()
+        for count in (first, second):
+            torch._check(count >= 0)
+        try:
+            out = op(torch.empty(first, 3), torch.empty(second, 3))
+        except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
+            return (f"on two fake tensors of shapes [u0, 3] and [u1, 3], u0 and u1 sizes no trace knows (the counts "
+                    f"of x[mask] and y[mask], as torch.compile traces add(x[mask], y[mask]), which eager runs), your "
+                    f"fake kernel raised {_raised(error, path)}: a check that reads a size, or decides whether two "
+                    "sizes are equal, while tracing, refuses what the call would accept. torch._check(a == b) on a "
+                    "size holds the check off until the call runs")
+    if out.shape[1] != 3 or out.dim() != 2:
+        return f"on two fake tensors of shapes [u0, 3] and [u1, 3], your fake kernel returned shape {list(out.shape)}"
+    return None
+
+
 def _stable_add_opcheck_cases() -> list[tuple]:
     """08.stable_autograd's opcheck calls: (what, self, other, which of them require grad)."""
     def both(dtype, make=torch.randn):
@@ -5052,6 +5106,8 @@ def stable_autograd(path: Path) -> Result:
                                  + hint)
     finally:
         torch.UntypedStorage._free_weak_ref(memory)
+    if problem := _stable_add_unbacked(op, path):
+        return Result(False, f"{problem}\nLook again at lesson 08, section 2, and lesson 06, section 5.")
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")
@@ -5151,7 +5207,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             to(torch.arange(6, dtype=torch.int32)), to(torch.full((6,), 0.5)), to(torch.zeros(6))),
         "a float32 self times a 0-dim float64 CPU tensor (1/3) into a float32 `out`": lambda to: (
             to(x), torch.tensor(1 / 3, dtype=torch.float64), to(z)),
-        "then a float32 self times a float64 other, both of 4 x 5, into a float64 `out`": lambda to: (
+        "a float32 self times a float64 other, both of 4 x 5, into a float64 `out`, right after the call "
+        "above": lambda to: (
             to(x / 3), to(y.double() / 7), to(z.double())),
         "an int32 self times a 0-dim float64 CPU tensor (0.1) into a float64 `out`": lambda to: (
             to(torch.tensor([3, 7], dtype=torch.int32)), torch.tensor(0.1, dtype=torch.float64),
@@ -5165,6 +5222,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "a row expanded to 4 x 5 (stride 0) as `self`, a transposed view as `other`, into an empty `out` (aten lays "
         "out a resized `out` by the inputs' strides)": lambda to: (
             to(row[None]).expand(4, 5), to(columns).t(), to(torch.empty(0))),
+        "two transposed 4 x 5 views into an `out` that is a view at offset 3 of 30 elements (resized where it is, "
+        "laid out as the product)": lambda to: (to(columns).t(), to(columns * 3).t(), to(torch.zeros(30))[3:]),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
@@ -5243,7 +5302,13 @@ def _mul_out_problems() -> list[str]:
     near = ("out holds values near the product but not those aten's mul writes (at {at}: {got} for {want}): the "
             "product was computed, or an argument rounded, in another dtype than aten computes self * other in")
     plain, harder, refused = _mul_out_cases()
-    wrong_values = {"a transposed view as `other`": strided_other}
+    after_the_call_above = ("out holds values other than those aten's mul writes (at {at}: {got} for {want}), right "
+                            "after a call on other tensors of the same shape: the product was computed in another "
+                            "dtype than aten computes self * other in, or from something kept from that call (a copy "
+                            "kept by the argument's address or version?)")
+    wrong_values = {"a transposed view as `other`": strided_other,
+                    "a float32 self times a float64 other, both of 4 x 5, into a float64 `out`, right after the call "
+                    "above": after_the_call_above}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # aten warns when it resizes an `out` that had elements: not the point here
         for group in (plain, harder):

@@ -12,9 +12,10 @@ kernels for in-place operators hand the call on to it, lesson 03, section 4.) Th
 ones too), meta, nested and mkldnn tensors, also with an `x` or an `other` that does not require grad, an `other`
 conjugated lazily, on a leaf that requires grad (refused; inside torch.no_grad(), as an optimizer's step, written),
 inside a TorchDispatchMode, which must see the call, on a tensor subclass with `__torch_dispatch__` (torch's TwoTensor),
-on complex tensors under a loss that gives the output a complex gradient, on dual tensors (forward-mode AD: the right
-tangent, or a refusal) and from two threads at once; each call must leave the thread's dispatch state as it found it,
-and the tensor it wrote must be freed once the caller drops it (add_(y, y) too).
+on complex tensors under a loss that gives the output a complex gradient (a real `other` added into a complex `x` too),
+on dual tensors (forward-mode AD: the right tangent, or a refusal) and from two threads at once; each call must leave
+the thread's dispatch state as it found it, and the tensor it wrote must be freed once the caller drops it (add_(y, y)
+too).
 """
 
 import torch
@@ -25,11 +26,14 @@ class AddInPlace(torch.autograd.Function):
     def forward(ctx, keyset, x, other):
         # The call below autograd: the keys after Autograd (ADInplaceOrView, then the backend) run, ours does not.
         torch.ops.exercise.add_.default.redispatch(keyset & torch._C._after_autograd_keyset, x, other)
+        ctx.other_is_real = not other.is_complex()
         ctx.mark_dirty(x)  # autograd bumps x's version and moves x's history onto this node
         return x
 
     @staticmethod
     def backward(ctx, grad):
+        if ctx.other_is_real and grad.is_complex():  # a real bias added into a complex x: autograd refuses a complex
+            return None, grad, grad.real  # gradient for a real input; torch's add_ takes its real part (handle_r_to_c)
         return None, grad, grad  # d(x + other) is grad for both
 
 

@@ -5,9 +5,10 @@ stable API of torch 2.10 has no Meta kernel helpers, no SymInt and no autograd::
 it, from Python:
 - a fake kernel: what its CPU kernel returns, without data (shape, dtype, device, strides), for every dtype and layout
   the CPU kernel takes, on fake tensors with symbolic sizes (kept symbolic: torch.compile(dynamic=True) and export with
-  a Dim) and on meta tensors; and, as the workbook's C++ Meta kernels do, refusing every call the CPU kernel refuses
-  (read its checks), with the error they raise (RuntimeError; not NotImplementedError, which torch.compile reads as
-  a missing fake kernel), so that torch.compile and torch.export refuse while tracing what eager refuses;
+  a Dim; sizes known only when the call runs too, as x[mask]'s) and on meta tensors; and, as the workbook's C++ Meta
+  kernels do, refusing every call the CPU kernel refuses (read its checks), with the error they raise (RuntimeError; not
+  NotImplementedError, which torch.compile reads as a missing fake kernel), so that torch.compile and torch.export
+  refuse while tracing what eager refuses;
 - a backward (setup_context and backward, for torch.library.register_autograd).
 The check runs opcheck on every dtype the CPU kernel takes, with every combination of requires_grad, on contiguous,
 transposed, expanded and empty inputs; gradcheck, gradgradcheck, and a backward from a float64 grad_output of random
@@ -20,6 +21,7 @@ while the graph lives on (a loss made from it).
 """
 
 import torch
+from torch.fx.experimental.symbolic_shapes import sym_eq
 
 SUPPORTED = (torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloat16, torch.float16)  # add.cpp's
 
@@ -29,7 +31,10 @@ def fake(self, other):
     torch._check(self.layout == other.layout == torch.strided, lambda: "workbook_stable::add: dense tensors only")
     torch._check(self.dtype in SUPPORTED, lambda: f"workbook_stable::add: `self` has dtype {self.dtype}")
     torch._check(other.dtype == self.dtype, lambda: f"workbook_stable::add: dtypes {other.dtype} and {self.dtype}")
-    torch._check(other.shape == self.shape, lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
+    # sym_eq, not ==: `other.shape == self.shape` decides while tracing whether two sizes are equal, which no trace can
+    # where a size is known only when the call runs (x[mask]); sym_eq's answer, checked by torch._check, waits for it.
+    torch._check(sym_eq(other.shape, self.shape),
+                 lambda: f"workbook_stable::add: shapes {other.shape} and {self.shape}")
     torch._check(other.device == self.device, lambda: f"workbook_stable::add: `other` on {other.device}, `self` on "
                                                       f"{self.device}")
     # Its only kernel is the CPU one: a fake CUDA tensor's call would find no kernel when it runs. (Meta is where this

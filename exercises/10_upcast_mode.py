@@ -8,10 +8,10 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
   contiguous, channels_last or transposed, keeps its strides); every other argument (float32, float64, float8, integer
   and bool tensors, numbers) reaches it as it is;
 - each floating-point output comes back in the call's half-precision dtype (the check's calls have one: float16 or
-  bfloat16, and no float64 tensor beside it), unless the call names its output's dtype (an argument that is a dtype,
-  by any name: `x.to(torch.float32)`, `x.sum(dtype=torch.float32)`, `torch.ops.aten.mm.dtype(a, b, torch.float32)`);
-  every other output (integer, bool and complex tensors, Python numbers) comes back as the kernel returned it, and
-  outputs come back laid out as the call lays them out (dense ones, as above);
+  bfloat16, and no float64 tensor beside it but one they write), unless the call names its output's dtype (an argument
+  that is a dtype, by any name: `x.to(torch.float32)`, `x.sum(dtype=torch.float32)`, `torch.ops.aten.mm.dtype(a, b,
+  torch.float32)`); every other output (integer, bool and complex tensors, Python numbers) comes back as the kernel
+  returned it, and outputs come back laid out as the call lays them out (dense ones, as above);
 - an argument the operator writes (`Tensor(a!)`, alone or in a list: in place, or out=, whose buffers a kernel may
   resize) holds the result afterwards, in its own memory (so that its views, and the tensor it is a view of, see it),
   and an output that is that argument is the caller's tensor itself, as it would be without the mode;

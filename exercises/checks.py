@@ -135,6 +135,8 @@ def _walk_cases():
     a, b = torch.randn(2, 3), torch.randn(3, 4)
     x, y = torch.randn(3, requires_grad=True), torch.randn(3)
     conjugated = torch.randn(2, 2, dtype=torch.complex64).conj()  # lazily: it carries the Conjugate key
+    with torch.inference_mode():
+        frozen = torch.randn(3, 4)  # no autograd key
     walk = ("lesson 00, 'Underneath trace.call': the keyset's three terms, and what the walk does at a fallthrough and "
             "at a backend key.")
     sets = ("lesson 00, section 2 (thread-local state): what the include and exclude sets hold here and now, and "
@@ -260,6 +262,9 @@ def _walk_cases():
         ("aten::empty.memory_format([2, 2], layout=torch.sparse_coo, dtype=torch.qint8): a sparse layout and a "
          "quantized dtype (asked, not called)", torch.ops.aten.empty.memory_format, ([2, 2],), nullcontext,
          _BACKEND_SELECT, {"layout": torch.sparse_coo, "dtype": torch.qint8}),
+        ("aten::select.int(t, 0, index), t made in torch.inference_mode() and index a 0-dim tensor given for the int",
+         torch.ops.aten.select.int, (frozen, 0, torch.tensor(1)), nullcontext,
+         tensors[:-1] + ", and which of the arguments the dispatcher reads keys from (the schema's Tensor ones)."),
     ]
 
 
@@ -351,6 +356,12 @@ def walk(path: Path) -> Result:
             return result
     finally:
         aten._destroy()
+    # Every other device type torch names: each has a key of its own, whatever kernels this build has there.
+    for device_type in ("maia", "ipu", "ve", "hip", "fpga", "vulkan"):
+        if not (result := walked(f"aten::empty.memory_format([2], device=\"{device_type}\") (asked, not called)",
+                                 torch.ops.aten.empty.memory_format, ([2],), where_to_look=_BACKEND_SELECT,
+                                 kwargs={"device": device_type})).passed:
+            return result
     # An out-of-tree backend names its device (lesson 09 calls PrivateUse1 "workbook"): the name is the backend's own.
     if torch._C._get_privateuse1_backend_name() == "privateuseone":
         torch.utils.rename_privateuse1_backend("npu")
@@ -367,7 +378,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 8} calls walked as the dispatcher walks them, two of them again after a "
+    return Result(True, f"all {len(cases) + 14} calls walked as the dispatcher walks them, two of them again after a "
                         "registration; none of them made")
 
 
@@ -1418,7 +1429,7 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                                                                make_dual(torch.full((3,), 2.0), torch.full((3,), 2.0))),
                                           "y = x.clone(), x of tangent [1, 1, 1], and other of tangent [2, 2, 2], "
                                           "add_(y, other)", 3.0, "AddInPlace")
-                         or _inplace_tangents_kept_apart(op)):
+                         or _inplace_tangents_kept_apart(op) or _inplace_other_kinds_kept_apart(op)):
         problems.append(told)
     return problems
 
@@ -1603,6 +1614,24 @@ def _complex_gradients(call, reference, names: tuple[str, ...], formula: str,
                     f"{formula} gives {_complex_shown(want)}: for complex tensors, backward receives and returns "
                     "gradients as torch's own formulas do (its docs: Autograd for Complex Numbers), and a real "
                     "gradient at the output cannot tell a wrong one")
+    return None
+
+
+def _inplace_other_kinds_kept_apart(op) -> str | None:
+    """add_ with a complex other, then add_ with a real one, then the first call's backward, under a loss that gives
+    the output a complex gradient: what backward knows of other's kind is its own call's, not the last call's."""
+    x, other = torch.tensor([1 + 2j, -3j], requires_grad=True), torch.tensor([2 - 1j, 0.5j], requires_grad=True)
+    weights = torch.tensor([0.5 - 2j, 1 + 1j])
+    first = op(x.clone(), other)
+    op(torch.tensor([1 + 1j, 2j]), torch.tensor([1.0, 2.0], requires_grad=True))
+    (got,) = torch.autograd.grad((first * weights).real.sum(), [other])
+    (want,) = torch.autograd.grad((x.clone().add_(other) * weights).real.sum(), [other])
+    if not torch.allclose(got, want):
+        return (f"add_(y, other) with a complex other, then add_ with a real other (a real bias), then the first "
+                f"call's backward: the gradient of the first other is {_complex_shown(got)}, where torch's "
+                f"x.clone().add_(other) gives {_complex_shown(want)}: backward read something of the second call's "
+                "(kept on the class, or in a module's variable?). What backward needs comes from its own call's ctx "
+                "(lesson 04, section 1)")
     return None
 
 
@@ -1903,8 +1932,9 @@ _CUBE_SAMPLES = [
      torch.float32),
     # A loss scaled for float16 (GradScaler): grad * 3 overflows where grad * 3x^2, the order torch's pow_backward
     # takes, holds.
-    ("float16, a large gradient from above (a loss scaled for float16, as GradScaler scales it)", [0.1, -0.5, 2.0],
-     [30000.0, 30000.0, 1.0], torch.float16),
+    # (grad * x) * 3 overflows too at x = 0.7 under 2**15, GradScaler's scale in its first steps.
+    ("float16, a large gradient from above (a loss scaled for float16, as GradScaler scales it)",
+     [0.1, -0.5, 2.0, -0.7], [30000.0, 30000.0, 1.0, 32768.0], torch.float16),
     ("bfloat16, beyond float16's range (3x^2 is 270000 at x = 300)", [300.0, -2.0], [1.0, 0.5], torch.bfloat16),
 ]
 # Each dtype's own precision, with room for rounding order.
@@ -3502,8 +3532,8 @@ def fake_kernel(path: Path) -> Result:
                                      "strides (lesson 06, sections 1 and 3)" + (
                                          ". These are the strides of torch.stack on meta tensors: for some inputs "
                                          "that are not contiguous (these among them), torch's own meta kernel for "
-                                         "stack lays out its output otherwise than its CPU kernel does; a fake kernel "
-                                         "follows the real kernel"
+                                         "stack (and for cat, which stack calls) lays out its output otherwise than "
+                                         "its CPU kernel does; a fake kernel follows the real kernel"
                                          if own_meta else ""))
         for a, b in [(torch.randn(3, 4), torch.randn(5, 4)), (torch.randn(2, 3), torch.randn(3, 2)),
                      (torch.randn(4), torch.randn(5)), (torch.randn(3), torch.randn(3, 4)),
@@ -6107,6 +6137,19 @@ def upcast_mode(path: Path) -> Result:
             return Result(False, f"fp32_only on two float64 tensors: the kernel received {got} "
                                  f"and the output is {wide.dtype}: a call with no float16 or bfloat16 tensor runs as "
                                  f"it is{hint}")
+        # A float64 accumulator beside a half addend: the half one is copied, the float64 one reaches the kernel as it
+        # is (written in place, its precision is the caller's).
+        received.clear()
+        accumulator = torch.tensor([1 + 1e-12, 16777217.0], dtype=torch.float64)
+        with mode:
+            torch.ops.exercise.accumulate_(accumulator, torch.zeros(2, dtype=torch.bfloat16))
+        if received != [("accumulate_", (torch.float64, torch.float32))] or accumulator.tolist() != [1 + 1e-12,
+                                                                                                      16777217.0]:
+            got = _dtype_names(received[0][1]) if received else "nothing"
+            return Result(False, f"accumulate_(acc, x) with acc in float64 ([1 + 1e-12, 16777217]) and x zeros in "
+                                 f"bfloat16: the kernel received {got}, and acc holds {accumulator.tolist()}: only "
+                                 f"float16 and bfloat16 arguments are copied; a float64 one beside them reaches the "
+                                 f"kernel as it is, and keeps its precision{hint}")
         # A project whose default dtype is float64 (torch.set_default_dtype): a float32 copy all the same.
         received.clear()
         default = torch.get_default_dtype()

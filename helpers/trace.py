@@ -148,8 +148,23 @@ class Keyset:
         )
 
 
+def tensor_arguments(op, args, kwargs) -> list:
+    """The arguments of op(*args, **kwargs) whose keys the dispatcher reads: those its schema types Tensor, Tensor?,
+    Tensor[] or Tensor?[] (c10's DispatchKeyExtractor). A tensor given for an int or a number is read as that number,
+    and brings no keys. (An op given by name: every argument.)"""
+    if isinstance(op, torch._ops.OpOverloadPacket) and "default" in op.overloads():
+        op = op.default
+    schema = getattr(op, "_schema", None)
+    if schema is None:
+        return [*args, *kwargs.values()]
+    given = {**dict(zip((argument.name for argument in schema.arguments), args)), **kwargs}
+    return [given[argument.name] for argument in schema.arguments
+            if argument.name in given and "Tensor" in str(argument.type)]
+
+
 def keyset_of(*args, **kwargs) -> Keyset:
-    """The keyset the dispatcher computes for a call with these arguments, in this thread, now."""
+    """The keyset the dispatcher computes for a call with these arguments, in this thread, now (every tensor among
+    them counted: for an operator's call, pass tensor_arguments(op, args, kwargs))."""
     from_tensors = EMPTY_KEYSET
     for tensor in _tensors(list(args) + list(kwargs.values())):
         from_tensors = from_tensors | C._dispatch_keys(tensor)
@@ -237,7 +252,7 @@ class Step:
 
 def predict(op, *args, **kwargs) -> list[Step]:
     """Every key of the call's keyset, in priority order, with what the dispatcher does there."""
-    keys = keyset_of(*args, **kwargs)
+    keys = keyset_of(*tensor_arguments(op, args, kwargs))
     table = dispatch_table(op)
     steps: list[Step] = [Step(name, "excluded", table.get(name)) for name in keys.excluded]
     remaining = keys.effective
@@ -488,7 +503,7 @@ def call(op, *args, **kwargs) -> Trace:
     """
     if isinstance(op, str):
         raise TypeError("pass the op itself (e.g. torch.ops.workbook.add), not its name, to call it")
-    result = Trace(op_name(op), keyset_of(*args, **kwargs), predict(op, *args, **kwargs))
+    result = Trace(op_name(op), keyset_of(*tensor_arguments(op, args, kwargs)), predict(op, *args, **kwargs))
     events: list[Event] = []
     try:
         with recording() if recorder_loaded() else nullcontext(events) as events:

@@ -331,3 +331,25 @@ def test_under_the_python_dispatcher_a_walk_ends_and_every_kernel_below_still_ho
     with enable_python_dispatcher():
         moved = trace.predict(torch.ops.aten._to_copy.default, torch.randn(2, requires_grad=True), device="meta")
     assert trace.path(moved) == ["PythonDispatcher", "AutogradCPU", "BackendSelect", "Meta"], moved
+
+
+def test_a_tensor_given_for_an_int_argument_brings_no_keys():
+    """The dispatcher reads keys from the arguments its schema types Tensor (c10's DispatchKeyExtractor); torch.ops takes
+    a 0-dim integer tensor for a SymInt, as a number. Kernels that log themselves show which ran."""
+    ran = []
+    with torch.library._scoped_library("trace_test", "FRAGMENT") as library:
+        library.define("pick(Tensor x, SymInt i) -> Tensor")
+
+        def autograd_kernel(x, i):
+            ran.append("AutogradCPU")
+            with torch._C._AutoDispatchBelowAutograd():
+                return torch.ops.trace_test.pick.default(x, i)
+
+        library.impl("pick", autograd_kernel, "AutogradCPU")
+        library.impl("pick", lambda x, i: ran.append("CPU") or x[i].clone(), "CPU")
+        with torch.inference_mode():
+            x = torch.randn(4, 3)  # no autograd key
+        index = torch.tensor(1)  # a tensor made outside the mode: it has AutogradCPU
+        predicted = trace.path(trace.predict(torch.ops.trace_test.pick.default, x, index))
+        torch.ops.trace_test.pick.default(x, index)
+    assert predicted == ran == ["CPU"]

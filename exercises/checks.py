@@ -4568,7 +4568,13 @@ def load_before_aoti(path: Path) -> Result:
         for n, model_file in enumerate(held):
             _padded_package(models[n % 2][1], model_file, size, fill=bytes([n + 11]))
         program = f"""
-            import json, os, shutil, types, torch
+            import json, os, shutil, sys, types, torch
+
+            def stop_unless(right):  # the check reports the first wrong step: the steps after it would not change that
+                if not right:
+                    print("STOPPED", flush=True)
+                    sys.exit(0)
+
             os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"  # as lesson 08 advises where inputs come from outside
             torch.set_num_threads(max(2, torch.get_num_threads()))  # two at least: a run() that sets one shows
             answer = types.ModuleType("answer")  # from the file's text, as toolkit.load_python loads it
@@ -4583,16 +4589,20 @@ def load_before_aoti(path: Path) -> Result:
                 out = answer.run(model_pt2, x)
                 same = [isinstance(out, torch.Tensor) and out.shape == output.shape and torch.allclose(out, output,
                         atol=1e-6) for output in outputs]
-                print("CALLED", json.dumps({{"n": n, "same": same, "grad_mode": torch.is_grad_enabled(),
-                                             "inference": isinstance(out, torch.Tensor) and out.is_inference(),
-                                             "threads": [threads, torch.get_num_threads()]}}))
+                called = {{"n": n, "same": same, "grad_mode": torch.is_grad_enabled(),
+                          "inference": isinstance(out, torch.Tensor) and out.is_inference(),
+                          "threads": [threads, torch.get_num_threads()]}}
+                print("CALLED", json.dumps(called))
+                stop_unless(same[n] and called["grad_mode"] and not called["inference"]
+                            and threads == torch.get_num_threads())
             # A release deployed over the file of the last call, as a deployment replaces model.pt2 in place.
             (first, x_first, outputs), (second, _, _) = torch.load({str(Path(elsewhere) / "calls.pt")!r})
             stamp = os.stat(second)
             shutil.copyfile(first, second)  # of the same size, and given the old file's time (rsync -t, cp -p)
             os.utime(second, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
             out = answer.run(second, x_first)
-            print("REDEPLOYED", json.dumps({{"same": bool(torch.allclose(out, outputs[0], atol=1e-6))}}))
+            print("REDEPLOYED", json.dumps({{"same": (same := bool(torch.allclose(out, outputs[0], atol=1e-6)))}}))
+            stop_unless(same)
             # Two releases more deployed so, one right after the other (a deploy, a smoke test, a fix deployed): the
             # two within one second (tried again where a second ended between them), each then run.
             served_right, seconds = [], []
@@ -4606,6 +4616,7 @@ def load_before_aoti(path: Path) -> Result:
                 if seconds[0] == seconds[1]:
                     break
             print("TWICE", json.dumps({{"same": all(served_right)}}))
+            stop_unless(all(served_right))
             # A link to that file (a path that leads to the release a deploy overwrites), run(); then the file the link
             # leads to written in place again (the second model, of the same size, given the old file's time).
             link = os.path.join(os.path.dirname(second), "linked_file.pt2")
@@ -4614,7 +4625,8 @@ def load_before_aoti(path: Path) -> Result:
             shutil.copyfile({str(releases[1])!r}, second)
             os.utime(second, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
             out = answer.run(link, x_first)
-            print("THROUGH A LINK", json.dumps({{"same": bool(torch.allclose(out, outputs[1], atol=1e-6))}}))
+            print("THROUGH A LINK", json.dumps({{"same": (same := bool(torch.allclose(out, outputs[1], atol=1e-6)))}}))
+            stop_unless(same)
             for name, wrong in (("ONE ROW", torch.zeros(1, x.shape[1])), ("FLOAT64", x.double()),
                                 ("INT64", x.long())):
                 threads = torch.get_num_threads()
@@ -4625,9 +4637,12 @@ def load_before_aoti(path: Path) -> Result:
                     refused = True
                 print(name, json.dumps({{"refused": refused, "grad_mode": torch.is_grad_enabled(),
                                           "threads": [threads, torch.get_num_threads()]}}))
+                stop_unless(refused and (name != "ONE ROW" or torch.is_grad_enabled()
+                                         and threads == torch.get_num_threads()))
             with torch.no_grad():  # a caller with grad mode off gets it back off
                 answer.run(model_pt2, x)
-                print("NO GRAD", json.dumps({{"grad_mode": torch.is_grad_enabled()}}))
+                print("NO GRAD", json.dumps({{"grad_mode": (grad_mode := torch.is_grad_enabled())}}))
+            stop_unless(not grad_mode)
 
             def models_mapped(kept_only=False):  # the compiled models' libraries the process maps (Linux only)
                 if not os.path.exists("/proc/self/maps"):
@@ -4650,7 +4665,24 @@ def load_before_aoti(path: Path) -> Result:
             before = len(models_mapped())
             for _ in range(4):  # a server: one call per request, on one file
                 answer.run(model_pt2, x)
-            print("MAPPED", json.dumps({{"grew": len(models_mapped()) - before}}))
+            print("MAPPED", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
+            stop_unless(grew == 0)
+            # Requests the package refuses (bad requests: 1 row, float64 rows) on that file, unchanged: its model stays.
+            before = len(models_mapped())
+            for wrong in (torch.zeros(1, x.shape[1]), x.double()):
+                try:
+                    answer.run(model_pt2, wrong)
+                except Exception:  # noqa: BLE001 - the package's refusal, whatever its type
+                    pass
+            print("AFTER REFUSALS", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
+            stop_unless(grew == 0)
+            # The same file, unchanged, by another name: a link to it (as a deploy tool or a config may give it).
+            another_name = os.path.join(os.path.dirname(model_pt2), "another_name.pt2")
+            os.symlink(model_pt2, another_name)
+            before = len(models_mapped())
+            answer.run(another_name, x)
+            print("ANOTHER NAME", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
+            stop_unless(grew == 0)
 
             def deployed(release):  # a release copied over one file, then a request
                 return lambda: (shutil.copyfile(release, model_pt2), answer.run(model_pt2, x))
@@ -4700,8 +4732,9 @@ def load_before_aoti(path: Path) -> Result:
     done = [json.loads(line.removeprefix("CALLED ")) for line in lines if line.startswith("CALLED ")]
     from_build = [json.loads(line.removeprefix("FROM THE BUILD ")) for line in lines
                   if line.startswith("FROM THE BUILD ")]
-    if not from_build:  # it raised, or ended: the error that ended the fresh Python, not the log lines torch may print
-        # on the way (a CUDA build of torch on a machine without a GPU logs "No CUDA runtime is found")
+    stopped = "STOPPED" in lines  # at its first wrong step: the one the checks below report
+    if not from_build and not stopped:  # it raised, or ended: the error that ended the fresh Python, not the log lines
+        # torch may print on the way (a CUDA build of torch on a machine without a GPU logs "No CUDA runtime is found")
         errors = [line for line in lines if "Error" in line]
         when = f"run() on {_AOTI_CALLS[started[-1]]}" if started else "your file, as it was loaded"
         last = errors[-1] if errors else "(nothing printed)"
@@ -4709,10 +4742,11 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
-    imported, redeployed, twice, through_a_link, one_row, float64, int64, no_grad, mapped, in_turn, releases, linked = (
+    (imported, redeployed, twice, through_a_link, one_row, float64, int64, no_grad, mapped, after_refusals,
+     another_name, in_turn, releases, linked) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "NO GRAD",
-                     "MAPPED", "IN TURN", "RELEASES", "LINKED"))
+                     "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "IN TURN", "RELEASES", "LINKED"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -4782,6 +4816,19 @@ def load_before_aoti(path: Path) -> Result:
                              "(/proc/self/maps shows it '(deleted)'), so a server that calls run() once a request "
                              "grows until memory runs out. A file's model is loaded once, and again only when its "
                              f"contents change.{hint}.")
+    if after_refusals and after_refusals[0]["grew"]:
+        return Result(False, f"in the fresh Python, two requests the package refuses (1 row; float64 rows) on a file "
+                             f"whose model run() holds, the file unchanged: {after_refusals[0]['grew']} more compiled "
+                             "models' libraries stayed mapped in the process: run() loaded the file again after the "
+                             "package refused an input (a retry that reloads?), and a library stays mapped after its "
+                             "model is dropped, so a server that gets bad requests grows with each. A refusal is the "
+                             f"caller's input's, not the model's.{hint}.")
+    if another_name and another_name[0]["grew"]:
+        return Result(False, f"in the fresh Python, run() on a link to a file whose model it holds (the file "
+                             f"unchanged, given by another name): {another_name[0]['grew']} more compiled models' "
+                             "libraries stayed mapped in the process: run() loaded the file's model again, where a "
+                             "file's model is loaded once while its contents stay as they are, whatever the name it "
+                             f"is given by.{hint}.")
     if in_turn and in_turn[0]["grew"]:
         return Result(False, f"in the fresh Python, run() on eight files in turn, twice each after a first round (a "
                              f"server of eight models, a request for each in turn): {in_turn[0]['grew']} more compiled "
@@ -4802,12 +4849,15 @@ def load_before_aoti(path: Path) -> Result:
                              f"{linked[0]['grew']} of the four releases' models stayed loaded in the process: run() "
                              "keeps a model per file the link pointed to (a path resolved through the link, "
                              "os.path.realpath?), and every release it served stays loaded. The caller names one "
-                             f"file: keep one model per name it gives, loaded again when its contents change.{hint}.")
+                             f"file: a name holds one model at most, loaded again when the contents it leads to "
+                             f"change.{hint}.")
     if imported and imported[0]["threads"][0] != imported[0]["threads"][1]:
         return Result(False, f"in the fresh Python, importing your file set the process's number of threads from "
                              f"{imported[0]['threads'][0]} to {imported[0]['threads'][1]}: a server that imports it "
                              "runs all its other torch work so. What a call needs, it sets around the call, and sets "
                              f"back (lesson 00, section 2).{hint}.")
+    if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
+        return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:
         build_folder = paths.BUILD.resolve()
         shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]

@@ -334,8 +334,8 @@ def test_under_the_python_dispatcher_a_walk_ends_and_every_kernel_below_still_ho
 
 
 def test_a_tensor_given_for_an_int_argument_brings_no_keys():
-    """The dispatcher reads keys from the arguments its schema types Tensor (c10's DispatchKeyExtractor); torch.ops takes
-    a 0-dim integer tensor for a SymInt, as a number. Kernels that log themselves show which ran."""
+    """The dispatcher reads keys from the arguments its schema types Tensor (c10's DispatchKeyExtractor); torch.ops
+    takes a 0-dim integer tensor for a SymInt, as a number. Kernels that log themselves show which ran."""
     ran = []
     with torch.library._scoped_library("trace_test", "FRAGMENT") as library:
         library.define("pick(Tensor x, SymInt i) -> Tensor")

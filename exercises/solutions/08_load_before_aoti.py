@@ -13,8 +13,8 @@ than a cache is sized for), after each of four releases deployed over one file i
 by flipping a link to them (current -> the release, run() given current/model.pt2); it checks each output (a tensor the
 caller can use as any other), the refusals, that grad mode and the number of threads are as they were after each call
 (and after your file is imported), that the calls do not grow the models the process keeps loaded, nor load a file's
-model again while the file is unchanged (a model's library stays mapped after the model is dropped), and that nothing
-was loaded from the workbook's build folder.
+model again while the file is unchanged (after a request the package refused, or given by another name: a link to it; a
+model's library stays mapped after the model is dropped), and that nothing was loaded from the workbook's build folder.
 """
 
 import hashlib
@@ -29,16 +29,20 @@ def run(model_pt2: str, x: torch.Tensor) -> torch.Tensor:
     return model(x)
 
 
-_LOADED: dict[str, tuple[str, object]] = {}  # a file's path -> (its contents' sha256, the model loaded from it)
+_LOADED: dict[str, tuple[str, object]] = {}  # a path the caller gave -> (its contents' sha256, their model)
 
 
 def _model(model_pt2: str):
     """The model in the file, loaded once, and again when the file's contents change: a release copied over the file
     in place keeps its name, often its size, and (cp -p, rsync -t) its time. Loading at each call would map the
-    model's library anew each time, and a library stays mapped after its model is dropped."""
+    model's library anew each time, and a library stays mapped after its model is dropped. One model per contents:
+    a file given by two names (a link to it) is loaded once, and a model goes when no name leads to its contents."""
     with open(model_pt2, "rb") as file:
         contents = hashlib.sha256(file.read()).hexdigest()
     path = os.path.abspath(model_pt2)  # the name the caller gives: a link flipped to a new release is the same file
+    same = next((entry for entry in _LOADED.values() if entry[0] == contents), None)  # these contents, by another name
+    if same is not None:
+        _LOADED[path] = same
     if path not in _LOADED or _LOADED[path][0] != contents:
         _LOADED[path] = contents, torch._inductor.aoti_load_package(model_pt2)  # the old model, if any, dropped
     return _LOADED[path][1]

@@ -5,9 +5,9 @@ registered for you. Integers have no gradient, so autograd has nothing to do for
 autograd fallback, on every device. Make the dispatcher skip autograd for it, on every backend (lesson 03), and leave
 its kernels below autograd as they are. `lib` is the torch.library.Library("exercise", "FRAGMENT") to register with: the
 registration must live in it, and change nothing else (torch's process-wide autograd fallback mode and Python's warning
-filters included; a fallthrough at ADInplaceOrView, which is one there already, changes nothing). The check calls it on
-CPU and meta tensors, reads its dispatch table at every backend's Autograd key, and destroys `lib`, after which the
-table must be as it was; then it does the same with a second Library.
+filters included; a fallthrough where the entry is one already, as at ADInplaceOrView or AutocastCPU, changes nothing).
+The check calls it on CPU and meta tensors, reads its dispatch table at every backend's Autograd key, and destroys
+`lib`, after which the table must be as it was; then it does the same with a second Library.
 """
 
 import torch

@@ -17,7 +17,7 @@ layouts, devices), on meta tensors (one beside a CPU tensor, 0-dim ones too) and
 BSR, BSC) and other devices (cuda, xpu, mps, mtia, xla, maia, ipu, hip, vulkan, ve, fpga, lazy, hpu, and lesson 09's own
 privateuseone), on fake tensors (refusals that always run: not assert statements, which python -O drops); and two calls
 before their two backwards, of one dtype and of two; an output the caller drops must be freed at once, its memory too
-while the graph lives on (a loss made from it).
+while the graph lives on (a loss made from it), and so must inputs the caller drops.
 """
 
 import torch

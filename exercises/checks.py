@@ -966,8 +966,8 @@ def _outer_unbacked(outer) -> str | None:
         except Exception as error:  # noqa: BLE001 - a C++ exception arrives as any Python error torch maps it to
             return (f"on a tensor whose size is unknown while tracing (the count of x[x > 0]), your Meta kernel raised "
                     f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}: a kernel that reads a size "
-                    f"as a number, or decides on its value (== 0, say), cannot be traced where no value exists "
-                    f"({_SYMBOLS})")
+                    f"as a number, or decides on its value (== 0, say), itself or through a torch function it calls "
+                    f"on plain sizes, cannot be traced where no value exists ({_SYMBOLS})")
     if out.dim() != 2:
         return f"on a tensor whose size is unknown while tracing, your kernel returns {out.dim()} dimensions, not 2"
     return None
@@ -1172,12 +1172,11 @@ def fallthrough(path: Path) -> Result:
         problems = []
         hint = ("\nLook again at lesson 03, section 2: how an operator tells the dispatcher that a key has nothing to "
                 "do for it, on every backend.")
-        # A fallthrough at ADInplaceOrView changes nothing either: its backend fallback there is one already (lesson
-        # 03's csrc/fallthrough.cpp registers it, to say so).
+        # A fallthrough where the entry is one already changes nothing either: ADInplaceOrView's backend fallback is
+        # one (lesson 03's csrc/fallthrough.cpp registers it, to say so), and so is autocast's.
         changed = [key for key in {**before, **table}
                    if not key.startswith(("Autograd", "Undefined")) and table.get(key) != before.get(key)
-                   and not (key == "ADInplaceOrView" and table[key].fallthrough and before.get(key)
-                            and before[key].fallthrough)]
+                   and not (key in table and table[key].fallthrough and before.get(key) and before[key].fallthrough)]
         if changed:
             shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
             problems.append(f"your registration changed count_odd's entries at keys outside autograd ({shown}): the "
@@ -5171,21 +5170,33 @@ def stable_autograd(path: Path) -> Result:
                              "runs: the graph refers back to it (ctx.output = output, say: output -> grad_fn -> ctx -> "
                              "output), so each step's outputs, and their memory, outlive the step. What backward needs "
                              "is saved with ctx.save_for_backward, which makes no cycle (lesson 04, section 1)" + hint)
-    # The graph lives on (a loss made from the output) and the output is dropped, as a model's intermediates are: its
-    # memory goes at once, since add's backward reads no tensor.
-    out = op(*inputs)
-    memory = out.untyped_storage()._weak_ref()
+    # The graph lives on (a loss made from the output), and the output and its inputs, intermediates of a model (sin
+    # and cos of a leaf, whose backwards keep the leaf alone), are dropped: their memory goes at once, since add's
+    # backward reads no tensor.
+    leaf = torch.randn(1000, requires_grad=True)
+    a, b = leaf.sin(), leaf.cos()
+    out = op(a, b)
+    memory = {"an output of add": out.untyped_storage()._weak_ref(), "`self`": a.untyped_storage()._weak_ref(),
+              "`other`": b.untyped_storage()._weak_ref()}
     total = out.sum()  # noqa: F841 - the graph that holds whatever ctx saved; sum's backward keeps no tensor
-    del out
+    del out, a, b
     try:
-        if not torch.UntypedStorage._expired(memory):
-            return Result(False, "an output of add, dropped by the caller while the graph lives on (a loss made from "
-                                 "it), still holds its memory: the graph keeps it (saved for backward?), which add's "
-                                 "backward does not need. torch's own a + b frees it at once, so a model's "
-                                 "intermediates do not stay until backward (lesson 04, section 1: what forward saves)"
-                                 + hint)
+        kept = [name for name, reference in memory.items() if not torch.UntypedStorage._expired(reference)]
     finally:
-        torch.UntypedStorage._free_weak_ref(memory)
+        for reference in memory.values():
+            torch.UntypedStorage._free_weak_ref(reference)
+    if "an output of add" in kept:
+        return Result(False, "an output of add, dropped by the caller while the graph lives on (a loss made from "
+                             "it), still holds its memory: the graph keeps it (saved for backward?), which add's "
+                             "backward does not need. torch's own a + b frees it at once, so a model's "
+                             "intermediates do not stay until backward (lesson 04, section 1: what forward saves)"
+                             + hint)
+    if kept:
+        return Result(False, f"add(a, b), a and b intermediates (sin and cos of a leaf), dropped by the caller while "
+                             f"the graph lives on (a loss made from the output): {' and '.join(kept)} still hold "
+                             "their memory: the graph keeps them (saved for backward?), which add's backward does "
+                             "not need. torch's own a + b frees them at once (lesson 04, section 1: what forward "
+                             "saves)" + hint)
     if problem := _stable_add_unbacked(op, path):
         return Result(False, f"{problem}\nLook again at lesson 08, section 2, and lesson 06, section 5.")
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
@@ -5618,6 +5629,11 @@ def _upcast_operators(received: list) -> torch.library.Library:
         x[:2] = 1
         raise RuntimeError("exercise::fill_then_fail_: failed after writing x[:2]")
 
+    def fill_then_fail_out(x, *, out):  # writes the first half of out, then raises
+        refusing("fill_then_fail_out", x, out)
+        out[:out.shape[0] // 2] = x[:out.shape[0] // 2]
+        raise RuntimeError("exercise::fill_then_fail_out: failed after writing the first half of out")
+
     def accumulate_(acc, x):  # writes acc, whatever its floating dtype, and returns it
         refusing("accumulate_", acc, x)
         return acc.add_(x)
@@ -5656,6 +5672,7 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("centre_(Tensor(a!) mean, Tensor x) -> Tensor", centre_, ()),
             ("accumulate_(Tensor(a!) acc, Tensor x) -> Tensor(a!)", accumulate_, (torch.Tag.inplace,)),
             ("fill_then_fail_(Tensor(a!) x) -> ()", fill_then_fail_, ()),
+            ("fill_then_fail_out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)", fill_then_fail_out, (torch.Tag.out,)),
             ("cast_sum(Tensor x, *, ScalarType out_dtype) -> Tensor", cast_sum, ()),
             ("double_sum(Tensor x) -> Tensor", double_sum, ()),
             ("cast_twice(Tensor x, ScalarType dtype) -> Tensor", cast_twice, ()),
@@ -6136,6 +6153,22 @@ def upcast_mode(path: Path) -> Result:
                                      f"x[:2], then raises: afterwards x holds {written.tolist()}, where without the "
                                      f"mode it holds {reference.tolist()}: what a kernel wrote into an argument before "
                                      f"it raised is in the caller's tensor, mode or not{hint}")
+            # The same with out=: the rest of out holds what it held (an out= buffer is read too, where a kernel
+            # writes only part of it). Memory just freed, full of -123, is what a new buffer would get.
+            for _ in range(3):
+                out = torch.full((1000,), 7.0, dtype=half)
+                torch.full((1000,), -123.0).add_(0)
+                with contextlib.suppress(RuntimeError), mode:
+                    torch.ops.exercise.fill_then_fail_out(torch.ones(1000, dtype=half), out=out)
+                if not (torch.equal(out[:500].float(), torch.ones(500)) and torch.equal(out[500:].float(),
+                                                                                         torch.full((500,), 7.0))):
+                    kept = sorted({value for value in out[500:].tolist() if value != 7.0})[:3]
+                    return Result(False, f"fill_then_fail_out(ones, out=out), out 1000 sevens in "
+                                         f"{str(half).removeprefix('torch.')}: its kernel writes the first half of "
+                                         f"out, then raises: afterwards the second half holds {kept} among its "
+                                         f"values, where without the mode it holds the sevens it held: the float32 "
+                                         f"copy of an out= argument holds its values too, since a kernel may write "
+                                         f"part of it{hint}")
             # The kernel's error reaches the caller as the kernel raised it (an `except IndexError`, a fallback on
             # NotImplementedError), and the caller's thread as it was: grad mode on, after every call that raised.
             raised = []
@@ -6236,11 +6269,11 @@ def _positives_on_symbolic_sizes(op, path: Path) -> str | None:
         except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything; that is the diagnosis
             data = isinstance(error, torch._subclasses.fake_tensor.DataDependentOutputException) or (
                 "DataDependent" in type(error).__name__)  # torch's ShapeEnv says so: the kernel read values
+            symbolic = "sym" in str(error).lower() or isinstance(error, (TypeError, ValueError))
+            why = (": the count of positive elements is not in x's metadata, and a fake tensor has no data to count"
+                   if data else ": its sizes are symbols (SymInts), not numbers" if symbolic else "")
             return (f"on {what} whose sizes are symbols (as torch.export with a Dim traces it), your fake kernel "
-                    f"raised {_raised(error, path)}" + (": the count of positive elements is not in x's metadata, "
-                                                        "and a fake tensor has no data to count" if data else
-                                                        ": its sizes are symbols (SymInts), not numbers")
-                    + " (lesson 10, section 6)")
+                    f"raised {_raised(error, path)}{why} (lesson 10, section 6)")
         if out.dim() != 1 or out.dtype != x.dtype or out.device != x.device:
             return (f"on {what} whose sizes are symbols, your fake kernel returns {out.dim()}-D {out.dtype} on "
                     f"{out.device}: the operator returns a 1-D tensor of x's dtype on x's device")

@@ -5151,19 +5151,7 @@ def stable_autograd(path: Path) -> Result:
                              f"grad_output): its gradients are off by up to {error:.2g}, as if computed in the second "
                              "call's dtype: what backward needs comes from its own call's ctx (lesson 04, section 1)"
                              + hint)
-    for what, a, b, grads in _stable_add_opcheck_cases():
-        a_, b_ = a.detach().requires_grad_(grads[0]), b.detach().requires_grad_(grads[1])  # fresh leaves, same strides
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            results = torch.library.opcheck(op, (a_, b_), raise_exception=False)
-        failed = {test: outcome for test, outcome in results.items() if outcome != "SUCCESS"}
-        if failed:
-            # opcheck's first line, without the real output's strides where it gives them: they are the answer.
-            first = str(next(iter(failed.values()))).splitlines()[0].split(" Strides are ")[0][:200]
-            return Result(False, f"{what}: opcheck's {', '.join(failed)} failed" + (f" ({first})" if first else "")
-                                 + hint)
-        if any(FALLBACK_WARNING in str(w.message) for w in caught):
-            return Result(False, f"{what}: the gradient came from torch's autograd fallback, not from a formula" + hint)
+    # Cheap checks first: opcheck's matrix, last, costs a second.
     inputs = [torch.randn(1000, requires_grad=True) for _ in range(2)]
     if _outlives_its_last_reference(lambda: op(*inputs)):
         return Result(False, "an output of add, dropped by the caller, is still alive until Python's cycle collector "
@@ -5199,6 +5187,19 @@ def stable_autograd(path: Path) -> Result:
                              "saves)" + hint)
     if problem := _stable_add_unbacked(op, path):
         return Result(False, f"{problem}\nLook again at lesson 08, section 2, and lesson 06, section 5.")
+    for what, a, b, grads in _stable_add_opcheck_cases():
+        a_, b_ = a.detach().requires_grad_(grads[0]), b.detach().requires_grad_(grads[1])  # fresh leaves, same strides
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            results = torch.library.opcheck(op, (a_, b_), raise_exception=False)
+        failed = {test: outcome for test, outcome in results.items() if outcome != "SUCCESS"}
+        if failed:
+            # opcheck's first line, without the real output's strides where it gives them: they are the answer.
+            first = str(next(iter(failed.values()))).splitlines()[0].split(" Strides are ")[0][:200]
+            return Result(False, f"{what}: opcheck's {', '.join(failed)} failed" + (f" ({first})" if first else "")
+                                 + hint)
+        if any(FALLBACK_WARNING in str(w.message) for w in caught):
+            return Result(False, f"{what}: the gradient came from torch's autograd fallback, not from a formula" + hint)
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")

@@ -65,6 +65,8 @@ def predict_path(path: Path) -> Result:
                                     "fallthrough.",
                      "excluded": "lesson 00, section 2: which keys the thread-local exclude set takes out of every "
                                  "call."}.get(status, "lesson 00, section 2: what no_grad changes, and what not.")
+    if sorted(answer) == sorted(actual) and answer != actual:
+        where_to_look = "lesson 00, section 1: the order of the keys, and from which end the dispatcher walks them."
     return compare_paths(answer, actual, where_to_look)
 
 
@@ -216,6 +218,10 @@ def _walk_cases():
          torch.ops.aten.zeros.default, ([2],), nullcontext, _BACKEND_SELECT, {"device": "privateuseone"}),
         ("aten::zeros([2], device=\"xla\") (asked, not called)", torch.ops.aten.zeros.default, ([2],), nullcontext,
          _BACKEND_SELECT, {"device": "xla"}),
+        ("aten::zeros([2], device=\"cuda:1\"), a device with an index (asked, not called)", torch.ops.aten.zeros.default,
+         ([2],), nullcontext, _BACKEND_SELECT, {"device": "cuda:1"}),
+        ("aten::empty.memory_format([2], device=torch.device(\"cpu\", 0)), a device with an index",
+         torch.ops.aten.empty.memory_format, ([2],), nullcontext, _BACKEND_SELECT, {"device": torch.device("cpu", 0)}),
         ("aten::empty.memory_format([2], device=\"lazy\") (asked, not called)", torch.ops.aten.empty.memory_format,
          ([2],), nullcontext, _BACKEND_SELECT, {"device": "lazy"}),
         ("aten::add.Tensor(self=m, other=m), meta tensors by keyword", torch.ops.aten.add.Tensor, (), nullcontext,
@@ -1687,12 +1693,22 @@ def _tangent_kept(call, given: str, want: float, function: str) -> str | None:
     it without a word."""
     import torch.autograd.forward_ad as forward_ad
 
+    handed = []  # (a tangent the call was given, its values then): the caller's, which a jvp reads and leaves
+
+    def make_dual(primal, tangent):
+        handed.append((tangent, tangent.clone()))
+        return forward_ad.make_dual(primal, tangent)
+
     with forward_ad.dual_level():
         try:
-            out = call(forward_ad.make_dual)
+            out = call(make_dual)
         except (NotImplementedError, RuntimeError):
             return None  # refused: no jvp
         tangent = forward_ad.unpack_dual(out).tangent
+    if changed := next(((before, now) for now, before in handed if not torch.equal(now, before)), None):
+        return (f"on {given}: a tangent the caller gave went from {changed[0].tolist()} to {changed[1].tolist()}: the "
+                "jvp wrote into the tangent it was handed, which is the caller's (the input's own, read again by "
+                "the next call and by anything else that asks for it). A jvp computes a new tangent from it")
     if tangent is None or not torch.equal(tangent, torch.full((3,), want)):
         shown = "None" if tangent is None else tangent.tolist()
         return (f"on {given} (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp), the output's tangent is "
@@ -3437,8 +3453,9 @@ def _stack_unbacked(op, path: Path) -> Result | None:
                                      f"tensors of {sizes} (unknown while tracing: the count of x[x > 0], as "
                                      f"torch.export meets after .item()), your fake kernel raised "
                                      f"{_raised(error, path)}\nA fake kernel that decides on a size's value (== 0, "
-                                     "> 1) cannot be traced where no value exists: compute with the sizes, and read "
-                                     "the layout from the strides' order (lesson 06, sections 3 and 5)")
+                                     "> 1) cannot be traced where no value exists: compute with the sizes, and decide "
+                                     "the layout by what holds whatever the unknown size is (lesson 06, sections 3 "
+                                     "and 5)")
     return None
 
 

@@ -4543,6 +4543,7 @@ def _padded_package(package: Path, to: Path, size: int, fill: bytes = b"\0") -> 
 @exercise("08.load_before_aoti", "easy")
 def load_before_aoti(path: Path) -> Result:
     import json
+    import os
     import shutil
     import subprocess
     import tempfile
@@ -4569,6 +4570,8 @@ def load_before_aoti(path: Path) -> Result:
             deployed = Path(elsewhere) / f"v{n + 1}" / "model.pt2"
             deployed.parent.mkdir()
             _padded_package(model_pt2, deployed, size)
+            if n == 1:  # a hard link to it, made before any load: another name for the same file (cp -al deploys so)
+                os.link(deployed, deployed.parent / "same_file.pt2")
             x = torch.randn(rows, 32, generator=generator)
             with torch.no_grad():
                 calls.append((str(deployed), x, [model(x) for model, _ in models]))
@@ -4692,11 +4695,13 @@ def load_before_aoti(path: Path) -> Result:
                     pass
             print("AFTER REFUSALS", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
             stop_unless(grew == 0)
-            # The same file, unchanged, by another name: a link to it (as a deploy tool or a config may give it).
+            # The same file, unchanged, by other names: a symbolic link to it (as a deploy tool or a config may give
+            # it), and a hard link made before any load (cp -al, rsync --link-dest: a name of its own, one inode).
             another_name = os.path.join(os.path.dirname(model_pt2), "another_name.pt2")
             os.symlink(model_pt2, another_name)
             before = len(models_mapped())
             answer.run(another_name, x)
+            answer.run(os.path.join(os.path.dirname(model_pt2), "same_file.pt2"), x)
             print("ANOTHER NAME", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
             stop_unless(grew == 0)
 
@@ -4840,8 +4845,9 @@ def load_before_aoti(path: Path) -> Result:
                              "model is dropped, so a server that gets bad requests grows with each. A refusal is the "
                              f"caller's input's, not the model's.{hint}.")
     if another_name and another_name[0]["grew"]:
-        return Result(False, f"in the fresh Python, run() on a link to a file whose model it holds (the file "
-                             f"unchanged, given by another name): {another_name[0]['grew']} more compiled models' "
+        return Result(False, f"in the fresh Python, run() on a symbolic link and on a hard link to a file whose "
+                             f"model it holds (the file unchanged, given by other names): {another_name[0]['grew']} "
+                             "more compiled models' "
                              "libraries stayed mapped in the process: run() loaded the file's model again, where a "
                              "file's model is loaded once while its contents stay as they are, whatever the name it "
                              f"is given by.{hint}.")
@@ -4904,8 +4910,8 @@ def _stable_add_unbacked(op, path: Path) -> str | None:
             return (f"on two fake tensors of shapes [u0, 3] and [u1, 3], u0 and u1 sizes no trace knows (the counts "
                     f"of x[mask] and y[mask], as torch.compile traces add(x[mask], y[mask]), which eager runs), your "
                     f"fake kernel raised {_raised(error, path)}: a check that reads a size, or decides whether two "
-                    "sizes are equal, while tracing, refuses what the call would accept. torch._check(a == b) on a "
-                    "size holds the check off until the call runs")
+                    "sizes are equal, while tracing, refuses what the call would accept: a condition on sizes that "
+                    "the trace cannot decide is checked when the call runs (lesson 06, section 5)")
     if out.shape[1] != 3 or out.dim() != 2:
         return f"on two fake tensors of shapes [u0, 3] and [u1, 3], your fake kernel returned shape {list(out.shape)}"
     return None

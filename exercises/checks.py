@@ -4704,6 +4704,17 @@ def load_before_aoti(path: Path) -> Result:
             answer.run(os.path.join(os.path.dirname(model_pt2), "same_file.pt2"), x)
             print("ANOTHER NAME", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
             stop_unless(grew == 0)
+            # One input buffer, refilled in place for each request (as a server reuses one): each output is the
+            # model's for what the buffer holds now, and a tensor of its own.
+            buffer = x.clone()
+            first_out = answer.run(model_pt2, buffer)
+            buffer.copy_(torch.randn(x.shape, generator=torch.Generator().manual_seed(7)))
+            second_out = answer.run(model_pt2, buffer)
+            right = answer.run(model_pt2, buffer.clone())
+            refilled = {{"same": bool(torch.allclose(second_out, right, atol=1e-6)),
+                        "own": second_out.untyped_storage().data_ptr() != first_out.untyped_storage().data_ptr()}}
+            print("REFILLED", json.dumps(refilled))
+            stop_unless(refilled["same"] and refilled["own"])
 
             def deployed(release):  # a release copied over one file, then a request
                 return lambda: (shutil.copyfile(release, model_pt2), answer.run(model_pt2, x))
@@ -4764,10 +4775,10 @@ def load_before_aoti(path: Path) -> Result:
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, no_grad, mapped, after_refusals,
-     another_name, in_turn, releases, linked) = (
+     another_name, refilled, in_turn, releases, linked) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "NO GRAD",
-                     "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "IN TURN", "RELEASES", "LINKED"))
+                     "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "IN TURN", "RELEASES", "LINKED"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -4851,6 +4862,13 @@ def load_before_aoti(path: Path) -> Result:
                              "libraries stayed mapped in the process: run() loaded the file's model again, where a "
                              "file's model is loaded once while its contents stay as they are, whatever the name it "
                              f"is given by.{hint}.")
+    if refilled and not (refilled[0]["same"] and refilled[0]["own"]):
+        got = ("not the model's output for what the buffer holds now, but an earlier one: something kept from the "
+               "first call (an output kept by the input's address?) was returned" if not refilled[0]["same"] else
+               "the same memory as the first call's output: the caller who kept that one sees it change")
+        return Result(False, f"in the fresh Python, run() twice on one input buffer, refilled in place between the "
+                             f"calls (as a server reuses one), returned the second time {got}. Each call returns the "
+                             f"model's output for its input as it is then, a tensor of the caller's own.{hint}.")
     if in_turn and in_turn[0]["grew"]:
         return Result(False, f"in the fresh Python, run() on eight files in turn, twice each after a first round (a "
                              f"server of eight models, a request for each in turn): {in_turn[0]['grew']} more compiled "
@@ -5091,7 +5109,7 @@ def stable_autograd(path: Path) -> Result:
         # devices it refuses, rather than those it takes, misses them.
         # privateuseone:0 is lesson 09's own device before it is named (a backend of one's own).
         for device in ("cuda", "xpu", "mps", "mtia", "xla", "maia", "ipu", "hip", "vulkan", "ve", "fpga", "lazy",
-                       "hpu:0", "privateuseone:0"):
+                       "hpu:0", "privateuseone:0", "mkldnn", "opengl", "opencl", "ideep"):
             on_device = torch.empty(3, 4, device=device)
             try:
                 op(on_device, on_device)

@@ -4540,6 +4540,15 @@ def _padded_package(package: Path, to: Path, size: int, fill: bytes = b"\0") -> 
     copy_with_padding(size - copy_with_padding(0))
 
 
+_LOADED_ONCE = "A file's model is loaded once, and again only when its contents change."
+
+
+def _mapped_more(what: str, grew: int, why: str) -> str:
+    """08.load_before_aoti's diagnosis for calls after which more compiled models' libraries stay mapped."""
+    return (f"in the fresh Python, {what}: {grew} more compiled models' libraries stayed mapped in the process: "
+            f"{why}")
+
+
 @exercise("08.load_before_aoti", "easy")
 def load_before_aoti(path: Path) -> Result:
     import json
@@ -4841,27 +4850,22 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, "in the fresh Python, run() called inside torch.no_grad() left grad mode on: code that "
                              "changes thread-local state must restore what it found, not what it expects (lesson 00, "
                              "section 2).")
-    if mapped and mapped[0]["grew"]:
-        return Result(False, f"in the fresh Python, run() four more times on one file: {mapped[0]['grew']} more "
-                             "compiled models' libraries stayed mapped in the process: run() loaded the package at "
-                             "each call, and a model's library stays mapped after the model is dropped "
-                             "(/proc/self/maps shows it '(deleted)'), so a server that calls run() once a request "
-                             "grows until memory runs out. A file's model is loaded once, and again only when its "
-                             f"contents change.{hint}.")
-    if after_refusals and after_refusals[0]["grew"]:
-        return Result(False, f"in the fresh Python, two requests the package refuses (1 row; float64 rows) on a file "
-                             f"whose model run() holds, the file unchanged: {after_refusals[0]['grew']} more compiled "
-                             "models' libraries stayed mapped in the process: run() loaded the file again after the "
-                             "package refused an input (a retry that reloads?), and a library stays mapped after its "
-                             "model is dropped, so a server that gets bad requests grows with each. A refusal is the "
-                             f"caller's input's, not the model's.{hint}.")
-    if another_name and another_name[0]["grew"]:
-        return Result(False, f"in the fresh Python, run() on a symbolic link and on a hard link to a file whose "
-                             f"model it holds (the file unchanged, given by other names): {another_name[0]['grew']} "
-                             "more compiled models' "
-                             "libraries stayed mapped in the process: run() loaded the file's model again, where a "
-                             "file's model is loaded once while its contents stay as they are, whatever the name it "
-                             f"is given by.{hint}.")
+    for step, what, why in (
+            (mapped, "run() four more times on one file",
+             "run() loaded the package at each call, and a model's library stays mapped after the model is dropped "
+             "(/proc/self/maps shows it '(deleted)'), so a server that calls run() once a request grows until memory "
+             f"runs out. {_LOADED_ONCE}"),
+            (after_refusals, "two requests the package refuses (1 row; float64 rows) on a file whose model run() "
+                             "holds, the file unchanged",
+             "run() loaded the file again after the package refused an input (a retry that reloads?), and a library "
+             "stays mapped after its model is dropped, so a server that gets bad requests grows with each. A refusal "
+             "is the caller's input's, not the model's."),
+            (another_name, "run() on a symbolic link and on a hard link to a file whose model it holds (the file "
+                           "unchanged, given by other names)",
+             "run() loaded the file's model again, where a file's model is loaded once while its contents stay as they "
+             "are, whatever the name it is given by.")):
+        if step and step[0]["grew"]:
+            return Result(False, f"{_mapped_more(what, step[0]['grew'], why)}{hint}.")
     if refilled and not (refilled[0]["same"] and refilled[0]["own"]):
         got = ("not the model's output for what the buffer holds now, but an earlier one: something kept from the "
                "first call (an output kept by the input's address?) was returned" if not refilled[0]["same"] else
@@ -4870,13 +4874,11 @@ def load_before_aoti(path: Path) -> Result:
                              f"calls (as a server reuses one), returned the second time {got}. Each call returns the "
                              f"model's output for its input as it is then, a tensor of the caller's own.{hint}.")
     if in_turn and in_turn[0]["grew"]:
-        return Result(False, f"in the fresh Python, run() on eight files in turn, twice each after a first round (a "
-                             f"server of eight models, a request for each in turn): {in_turn[0]['grew']} more compiled "
-                             "models' libraries stayed mapped in the process: run() loaded a package again when "
-                             "another file was asked for (it keeps the models served last, not one per file?), and a "
-                             "library stays "
-                             "mapped after its model is dropped. A file's model is loaded once, and again only when "
-                             f"its contents change.{hint}.")
+        return Result(False, _mapped_more("run() on eight files in turn, twice each after a first round (a server of "
+                                          "eight models, a request for each in turn)", in_turn[0]["grew"],
+                                          "run() loaded a package again when another file was asked for (it keeps the "
+                                          "models served last, not one per file?), and a library stays mapped after "
+                                          f"its model is dropped. {_LOADED_ONCE}{hint}."))
     if releases and releases[0]["grew"] > 1:
         return Result(False, f"in the fresh Python, four releases deployed in turn over one model.pt2, run() called "
                              f"after each: {releases[0]['grew']} of the four releases' models stayed loaded in the "

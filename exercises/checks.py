@@ -5784,7 +5784,7 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
 
     return [
         (f"fp32_only(a, b) in {name}", lambda d: ((fresh(a, d), fresh(b, d)), {}), ops.fp32_only, same),
-        (f"fp32_only(a, b, bias=..., alpha=0.5) in {name}, bias a keyword argument",
+        (f"fp32_only(a, b, bias=..., alpha=0.5) in {name}, bias a keyword argument of type Tensor?",
          lambda d: ((fresh(a, d), fresh(b, d)), {"bias": fresh(bias, d), "alpha": 0.5}), ops.fp32_only, same),
         (f"scale_(x, 3.0) in {name}: x written in place, and returned", lambda d: ((fresh(x, d), 3.0), {}),
          ops.scale_, returns(0)),
@@ -6380,8 +6380,8 @@ def dynamic_fake(path: Path) -> Result:
             return Result(False, f"under a FakeTensorMode with no ShapeEnv (as torch.compile without fullgraph traces "
                                  f"by default), where no size can be left unknown, your fake kernel claimed "
                                  f"{list(claimed.shape)} for a 2 x 3 x: a size it cannot know, which compiled code "
-                                 f"then relies on. Let torch's refusal through: Dynamo breaks the graph there and runs "
-                                 f"the call eagerly{hint}")
+                                 f"then relies on. Where no size can be left unknown, what does torch do with a call "
+                                 f"whose output size depends on the data (lesson 10, section 6)?{hint}")
         try:  # a plain meta tensor (shape inference on device="meta"): no size to give, as x[x > 0] there has none
             on_meta = op(torch.empty(4, 3, device="meta"))
         except Exception:  # noqa: BLE001 - refused, as torch's own nonzero and masked_select refuse there

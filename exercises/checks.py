@@ -67,6 +67,9 @@ def predict_path(path: Path) -> Result:
                                  "call."}.get(status, "lesson 00, section 2: what no_grad changes, and what not.")
     if sorted(answer) == sorted(actual) and answer != actual:
         where_to_look = "lesson 00, section 1: the order of the keys, and from which end the dispatcher walks them."
+    elif len(set(answer)) < len(answer):
+        where_to_look = ("lesson 00, 'Underneath trace.call': the walk visits each key of the keyset once, and "
+                         "moves on below it.")
     return compare_paths(answer, actual, where_to_look)
 
 
@@ -237,6 +240,8 @@ def _walk_cases():
          nullcontext, _BACKEND_SELECT, {"layout": torch.sparse_csc}),
         ("aten::empty.memory_format([2, 2], layout=torch.sparse_bsr)", torch.ops.aten.empty.memory_format, ([2, 2],),
          nullcontext, _BACKEND_SELECT, {"layout": torch.sparse_bsr}),
+        ("aten::empty.memory_format([2, 2], layout=torch.jagged)", torch.ops.aten.empty.memory_format, ([2, 2],),
+         nullcontext, _BACKEND_SELECT, {"layout": torch.jagged}),
         ("aten::_to_copy(sparse y, device=\"cpu\", dtype=torch.float64)", torch.ops.aten._to_copy.default,
          (y.to_sparse(),), nullcontext, _BACKEND_SELECT_TENSORS, {"device": "cpu", "dtype": torch.float64}),
         ("aten::_to_copy(y on meta, device=\"cpu\")", torch.ops.aten._to_copy.default, (y.to("meta"),), nullcontext,
@@ -291,6 +296,10 @@ def walk(path: Path) -> Result:
     build.load_all("schemas", "cpu", "meta")
     kernels = load_python(path).kernels
 
+    # Here and now (the steps below): the same call, before and after a registration changes its operator's table.
+    changed = ("lesson 00, section 3: the dispatch table is read at each call, and a registration changes it (so do "
+               "a library destroyed and a C++ library loaded).")
+
     def walked(what, op, args, context=nullcontext, where_to_look=_NO_ENTRY, kwargs=None) -> Result:
         kwargs = kwargs or {}
         with context():
@@ -303,7 +312,8 @@ def walk(path: Path) -> Result:
             except Exception as error:  # noqa: BLE001 - the reader's walk may raise anything: said with its call
                 return Result(False, f"{what}: your walk raised {_raised(error, path)}\nLook again at {where_to_look}")
             actual = call_path(op, *args, **kwargs)
-            if len(yours) > len(actual) and yours[:len(actual)] == actual:  # a walk that went on past its end
+            # A walk that went on past its end (unless the table changed since it was read).
+            if len(yours) > len(actual) and yours[:len(actual)] == actual and where_to_look is not changed:
                 where_to_look = _walk_end(trace.predict(op, *args, **kwargs))
         result = compare_paths(yours, actual, where_to_look)
         return result if result.passed else Result(False, f"{what}: {result.diagnosis}")
@@ -339,9 +349,6 @@ def walk(path: Path) -> Result:
                                  "\"There were no tensor arguments\")", torch.ops.exercise.answer_cpu.default, (41,),
                                  where_to_look=_UNDEFINED)).passed:
             return result
-    # Here and now: the same call, before and after a registration changes its operator's table.
-    changed = ("lesson 00, section 3: the dispatch table is read at each call, and a registration changes it (a "
-               "fallthrough at AutogradCPU, here).")
     with operator("shifted(Tensor x) -> Tensor", lambda t: t + 1) as library:
         op = torch.ops.exercise.shifted.default
         if not (result := walked("exercise::shifted(x), a CPU kernel only", op, (x,), where_to_look=changed)).passed:
@@ -350,6 +357,26 @@ def walk(path: Path) -> Result:
         if not (result := walked("exercise::shifted(x), called again after a fallthrough was registered at AutogradCPU",
                                  op, (x,), where_to_look=changed)).passed:
             return result
+    # A library destroyed and another registered (a notebook's cell run again): as many registrations as before, and
+    # another table.
+    definition, first = torch.library.Library("exercise", "FRAGMENT"), torch.library.Library("exercise", "FRAGMENT")
+    try:
+        definition.define("swapped(Tensor x) -> Tensor")
+        first.impl("swapped", lambda t: t + 1, "CPU")
+        swapped = torch.ops.exercise.swapped.default
+        if not (result := walked("exercise::swapped(x), a CPU kernel only", swapped, (x,),
+                                 where_to_look=changed)).passed:
+            return result
+        first._destroy()
+        first = torch.library.Library("exercise", "FRAGMENT")
+        first.impl("swapped", lambda t: t + 2, "CompositeImplicitAutograd")
+        if not (result := walked("exercise::swapped(x), called again after its CPU kernel's library was destroyed and "
+                                 "another registered a CompositeImplicitAutograd kernel", swapped, (x,),
+                                 where_to_look=changed)).passed:
+            return result
+    finally:
+        first._destroy()
+        definition._destroy()
     # aten's tables change too: a library may register at any of aten's operators.
     sin = torch.ops.aten.sin.default
     if not (result := walked("aten::sin(x)", sin, (x,), where_to_look=changed)).passed:
@@ -384,8 +411,8 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 14} calls walked as the dispatcher walks them, two of them again after a "
-                        "registration; none of them made")
+    return Result(True, f"all {len(cases) + 16} calls walked as the dispatcher walks them, three of them again after "
+                        "a registration changed; none of them made")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3601,7 +3601,16 @@ def fake_kernel(path: Path) -> Result:
             with FakeTensorMode():
                 return op(torch.empty(3, 4, device="cuda:0"), torch.empty(3, 4, device="cuda:1"))
 
-        for what, call in (("a meta and a CPU tensor", meta_and_cpu), ("fake tensors on cuda:0 and cuda:1", two_gpus)):
+        def zero_dim_meta_and_cpu():  # fake tensors let a 0-dim CPU tensor join another device's; torch.stack does not
+            return op(torch.empty((), device="meta"), torch.empty(()))
+
+        def zero_dim_cuda_and_cpu():
+            with FakeTensorMode():
+                return op(torch.empty((), device="cuda"), torch.empty(()))
+
+        for what, call in (("a meta and a CPU tensor", meta_and_cpu), ("fake tensors on cuda:0 and cuda:1", two_gpus),
+                           ("a 0-dim meta and a 0-dim CPU tensor", zero_dim_meta_and_cpu),
+                           ("a 0-dim fake tensor on cuda and a 0-dim one on the CPU", zero_dim_cuda_and_cpu)):
             try:
                 call()
             except Exception:  # noqa: BLE001 - any error refuses the call, as the real kernel's does
@@ -3754,6 +3763,12 @@ def vmap_rule(path: Path) -> Result:
                 return Result(False, f"right result, but the kernel ran {len(calls)} times for a batch of "
                                      f"{expected.shape[0]}, {case}: a rule should call it once for the whole batch "
                                      "(lesson 06, section 6)")
+            if calls[0][0] != expected.numel():
+                return Result(False, f"right result, but the kernel's one call took {calls[0][0]} rows, where the "
+                                     f"batch has {expected.numel()} ({case}): the rows were computed elsewhere (a "
+                                     "torch formula beside the kernel?), where the kernel is what computes them: "
+                                     "another kernel (a CUDA one, one that accumulates otherwise) would give other "
+                                     "numbers (lesson 06, section 6)")
         # vmap of vmap (examples of examples: per-sample gradients of a batch of models, say): the rule runs at each
         # level, the inner one's result batched at the outer level.
         xs, ys = torch.randn(3, 4, 5, 6), torch.randn(3, 4, 5, 6)
@@ -3767,6 +3782,16 @@ def vmap_rule(path: Path) -> Result:
                                  "outer one (lesson 06, section 6)")
         if not torch.allclose(out, (xs * ys).sum(3), rtol=1e-5, atol=1e-5):
             return Result(False, "with vmap(vmap(rowdot)) on x and y of shape [3, 4, 5, 6]: wrong result")
+        # Two calls, the first one's result kept (as a model keeps its activations): each call's result is its own.
+        xs, y = torch.randn(4, 5, 6), torch.randn(5, 6)
+        first = torch.vmap(torch.ops.exercise.rowdot, in_dims=(0, None))(xs, y)
+        kept = first.clone()
+        torch.vmap(torch.ops.exercise.rowdot, in_dims=(0, None))(xs * 2, y)
+        if not torch.equal(first, kept):
+            return Result(False, "two vmap calls, the first one's result kept: the second call changed it (off by up "
+                                 f"to {(first - kept).abs().max():.3g}): your rule's results share memory between "
+                                 "calls (a buffer reused?). Each call's result is a tensor of its own (lesson 06, "
+                                 "section 6)")
         # The same unbatched y twice, written into in between: whatever a rule keeps of an input must not outlive it.
         xs, y = torch.randn(4, 5, 6), torch.randn(5, 6)
         batched = torch.vmap(torch.ops.exercise.rowdot, in_dims=(0, None))
@@ -3970,7 +3995,7 @@ def records_graph(path: Path) -> Result:
     if not wrong:
         wrong = _records_graph_after_changes(answer)
     if not wrong:
-        return Result(True, f"right in all {count + 2} cases, on tensors whose flags changed between two questions too")
+        return Result(True, f"right in all {count + 3} cases, on tensors whose flags changed between two questions too")
     more = f" (and {len(wrong) - 1} more case{'s' if len(wrong) > 2 else ''})" if len(wrong) > 1 else ""
     return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again "
                          f"at {lesson} and lesson 00, section 2.")
@@ -3992,6 +4017,15 @@ def _records_graph_after_changes(answer) -> list[str]:
     if answer(d):
         wrong.append("a tensor asked about inside a dual level, then again after the level closed, where it has no "
                      "tangent (torch.sin records nothing; your answer: True)")
+    # A buffer that gains a tangent by an in-place write inside the level (buffer.copy_(dual)): asked before and after.
+    with forward_ad.dual_level():
+        buffer = torch.zeros(2)
+        answer(buffer)
+        buffer.copy_(forward_ad.make_dual(torch.ones(2), torch.ones(2)))
+        if not answer(buffer):
+            wrong.append("inside a dual level, a buffer asked about, then written in place with a dual tensor "
+                         "(buffer.copy_(dual): it has a tangent now), asked again (torch.sin records its tangent; "
+                         "your answer: False)")
     return wrong
 
 

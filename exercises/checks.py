@@ -1325,20 +1325,26 @@ def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the
     def call(*args):
         before = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
         settings = autocast_settings()
+        raised = None
         try:
             return op(*args)
+        except BaseException as error:
+            raised = error
+            raise
         finally:
             after = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
+            # Which call: one that raised leaves what an error skipped (a guard exited by hand, not by `with`).
+            which = op._schema.name.split('::')[-1] + (f" (it raised {type(raised).__name__})" if raised else "")
             for name, old, new in zip(("include", "exclude"), before, after):
                 if old != new:
-                    raise _StateLeft(f"after a call of {op._schema.name.split('::')[-1]} the thread-local {name} set "
-                                     f"had changed ({_keyset_change(old, new)}): every later call on this thread "
-                                     f"walks a different keyset.\nLook again at {where_to_look}")
+                    raise _StateLeft(f"after a call of {which} the thread-local {name} set had changed "
+                                     f"({_keyset_change(old, new)}): every later call on this thread walks a "
+                                     f"different keyset.\nLook again at {where_to_look}")
             for name, old in settings.items():
                 if (new := autocast_settings()[name]) != old:
-                    raise _StateLeft(f"after a call of {op._schema.name.split('::')[-1]} {name} had changed ({old} to "
-                                     f"{new}): every later operation on this thread runs with it. A kernel changes "
-                                     f"nothing but its output.\nLook again at {where_to_look}")
+                    raise _StateLeft(f"after a call of {which} {name} had changed ({old} to {new}): every later "
+                                     f"operation on this thread runs with it. A kernel changes nothing but its "
+                                     f"output.\nLook again at {where_to_look}")
 
     return call
 

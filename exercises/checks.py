@@ -4169,6 +4169,8 @@ def _layer_cost_settings() -> dict:
     import threading
 
     return {"garbage collection": "on" if gc.isenabled() else "off", "the collector's thresholds": gc.get_threshold(),
+            "the collector's callbacks (gc.callbacks) and debug flags (gc.set_debug)": (list(gc.callbacks),
+                                                                                          gc.get_debug()),
             _FROZEN: len(_FREEZES),  # a call of either changes what is frozen: the caller's objects, or more
             "torch's threads": torch.get_num_threads(),
             "Python's random numbers (the random module)": random.getstate(),
@@ -6435,17 +6437,19 @@ def dynamic_fake(path: Path) -> Result:
         if on_cuda.device != torch.device("cuda:1"):
             return Result(False, f"on a fake x on cuda:1, your fake kernel's output is on {on_cuda.device}: a fake "
                                  f"kernel's output lives where the real one's would, on x's device{hint}")
-        # A FakeTensorMode with no ShapeEnv has no symbol to give: the kernel must say so, not claim a size. (Dynamo
-        # without fullgraph traces so by default, capture_dynamic_output_shape_ops off: the refusal breaks the graph
-        # there and runs the call eagerly; a size claimed instead goes into the compiled code.)
+        # A FakeTensorMode with no ShapeEnv has no symbol to give: the kernel must say so, not claim a size. (So does
+        # Dynamo's ShapeEnv without fullgraph, capture_dynamic_output_shape_ops off: torch/_dynamo/output_graph.py
+        # sets allow_dynamic_output_shape_ops=False; the refusal breaks the graph there and runs the call eagerly, and
+        # a size claimed instead goes into the compiled code.)
         try:
             with FakeTensorMode():
                 claimed = op(torch.empty(2, 3))
         except Exception:  # noqa: BLE001 - a refusal (DynamicOutputShapeException), as it should be
             claimed = None
         if claimed is not None:
-            return Result(False, f"under a FakeTensorMode with no ShapeEnv (as torch.compile without fullgraph traces "
-                                 f"by default), where no size can be left unknown, your fake kernel claimed "
+            return Result(False, f"under a FakeTensorMode with no ShapeEnv, where no size can be left unknown (as in "
+                                 f"torch.compile without fullgraph, whose ShapeEnv allows none by default), your fake "
+                                 f"kernel claimed "
                                  f"{list(claimed.shape)} for a 2 x 3 x: a size it cannot know, which compiled code "
                                  f"then relies on. Where no size can be left unknown, what does torch do with a call "
                                  f"whose output size depends on the data (lesson 10, section 6)?{hint}")
@@ -6458,6 +6462,20 @@ def dynamic_fake(path: Path) -> Result:
                                  f"a model built on meta), your fake kernel returned shape {list(on_meta.shape)}: a "
                                  f"size it cannot know, where torch's own x[x > 0] refuses. Let the refusal "
                                  f"through{hint}")
+        # x's own size unknown while tracing: x the output of positives, or of nonzero (two such calls chained).
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        with FakeTensorMode(shape_env=ShapeEnv()) as mode:
+            count = mode.shape_env.create_unbacked_symint()
+            torch._check(count >= 0)
+            try:
+                op(torch.empty(count))
+            except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything; that is the diagnosis
+                return Result(False, f"on a fake x whose own size is unknown while tracing (the output of positives "
+                                     f"itself, or of nonzero: positives(positives(x) - 0.5), which eager runs), your "
+                                     f"fake kernel raised {_raised(error, path)}: a condition on x's size that no "
+                                     f"trace can decide (x.numel() == 0, say) stops torch.compile and torch.export "
+                                     f"there (lesson 10, section 6){hint}")
         for what, x in samples:
             results = torch.library.opcheck(op, (x,), test_utils=("test_schema", "test_faketensor"),
                                             raise_exception=False)

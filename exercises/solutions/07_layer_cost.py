@@ -11,11 +11,11 @@ steps, and one where the second call of a round runs faster than the first, whic
 over 9), and a layer on a machine where that advantage fades as it runs; over an odd and an even number of rounds; and
 two measurements at once, in two threads taking turns call by call. The timers are called as the caller would call them
 (its autocast region, grad and inference mode, anomaly detection as they are), and a timer's error passes through. A
-measurement leaves the process's settings (garbage collection: on or off, its thresholds, frozen objects; torch's
-threads; Python's, numpy's and torch's random numbers, CUDA's seeds included; the process's priority; the interpreter's
-thread switch interval, trace and profile functions; the CPUs the process may run on; whether denormal numbers flush to
-zero; cuDNN's flags, deterministic algorithms, float32 matmul precision, anomaly detection; the warning filters) as it
-found them, when a timer raises too.
+measurement leaves the process's settings (garbage collection: on or off, its thresholds, callbacks and debug flags,
+frozen objects; torch's threads; Python's, numpy's and torch's random numbers, CUDA's seeds included; the process's
+priority; the interpreter's thread switch interval, trace and profile functions; the CPUs the process may run on;
+whether denormal numbers flush to zero; cuDNN's flags, deterministic algorithms, float32 matmul precision, anomaly
+detection; the warning filters) as it found them, when a timer raises too.
 """
 
 import statistics

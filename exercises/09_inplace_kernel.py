@@ -12,8 +12,9 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
   aten refuses to resize (to another shape, even of as many elements);
 - compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a
   RuntimeError, a product that `out`'s dtype cannot hold (a float product into an integer `out`);
-- accept a 0-dim CPU tensor as `self` or `other` (a scalar), and refuse any other CPU tensor, `out` included, with a
-  RuntimeError that names the argument;
+- accept a 0-dim CPU tensor as `self` or `other` (a scalar), and a Python number (x.mul_(2) and torch.mul(x, 2.5,
+  out=out) hand the kernel one), and refuse any other CPU tensor, `out` included, with a RuntimeError that names the
+  argument;
 - leave every argument as it was when it refuses a call, and leave `self` and `other` as they were, unless one of
   them is `out`.
 The check calls it on each of these cases, compares with aten's own mul on the CPU, calls it again after an argument

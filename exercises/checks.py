@@ -5652,6 +5652,24 @@ def _mul_out_problems() -> list[str]:
         torch.mul(x.to(device.NAME), y.to(device.NAME), out=out)
         if not torch.equal(out.cpu(), x * y):
             problems.append("torch.mul(x, y, out=out) on the device, from Python, left out without the product")
+    # A number: x.mul_(2) and torch.mul(x, 2.5, out=out) hand a Python kernel the number itself, not a tensor.
+    for number, how in ((2, "x.mul_(2)"), (2.5, "torch.mul(x, 2.5, out=out)")):
+        if problems:
+            break
+        x = torch.randn(3, 4)
+        on_device = x.to(device.NAME)
+        try:
+            if isinstance(number, int):
+                on_device.mul_(number)
+                got = on_device
+            else:
+                got = torch.mul(on_device, number, out=torch.empty(0).to(device.NAME))
+        except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
+            problems.append(raised(f"{how} on the device, a Python {type(number).__name__} as `other` (a number "
+                                   "reaches the kernel as it is)", error))
+            continue
+        if not torch.equal(got.cpu(), x * number):
+            problems.append(f"{how} on the device: the result is not x * {number}")
     return problems
 
 

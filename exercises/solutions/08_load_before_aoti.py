@@ -14,9 +14,10 @@ releases deployed over one file in turn, and after each of four deployed by flip
 release, run() given current/model.pt2); it checks each output (a tensor the caller can use as any other), the refusals,
 that grad mode and the number of threads are as they were after each call (and after your file is imported), that the
 calls do not grow the models the process keeps loaded (a model that no name the caller gives leads to any more, an old
-release behind a flipped link, is dropped), nor load a file's model again while the file is unchanged (after a request
-the package refused, or given by another name: a symbolic or a hard link to it; a model's library stays mapped after the
-model is dropped), and that nothing was loaded from the workbook's build folder.
+release behind a flipped link, is dropped by the next call on that name at the latest), nor load a file's model again
+while the file is unchanged (after a request the package refused, or given by another name: a symbolic or a hard link to
+it; a model's library stays mapped after the model is dropped), and that nothing was loaded from the workbook's build
+folder.
 """
 
 import hashlib

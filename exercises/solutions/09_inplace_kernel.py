@@ -12,8 +12,9 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
   aten refuses to resize (to another shape, even of as many elements);
 - compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a
   RuntimeError, a product that `out`'s dtype cannot hold (a float product into an integer `out`);
-- accept a 0-dim CPU tensor as `self` or `other` (a scalar), and refuse any other CPU tensor, `out` included, with a
-  RuntimeError that names the argument;
+- accept a 0-dim CPU tensor as `self` or `other` (a scalar), and a Python number (x.mul_(2) and torch.mul(x, 2.5,
+  out=out) hand the kernel one), and refuse any other CPU tensor, `out` included, with a RuntimeError that names the
+  argument;
 - leave every argument as it was when it refuses a call, and leave `self` and `other` as they were, unless one of
   them is `out`.
 The check calls it on each of these cases, compares with aten's own mul on the CPU, calls it again after an argument
@@ -28,7 +29,8 @@ import torch
 def mul_out(self, other, *, out):
     # Every check before anything is written: a refused call leaves its arguments as they were.
     for name, tensor in (("self", self), ("other", other), ("out", out)):
-        if tensor.is_cpu and (name == "out" or tensor.dim() > 0):  # a 0-dim CPU self or other is a scalar
+        # A Python number (x.mul_(2) hands the kernel one) and a 0-dim CPU self or other are scalars.
+        if isinstance(tensor, torch.Tensor) and tensor.is_cpu and (name == "out" or tensor.dim() > 0):
             raise RuntimeError(f"mul.out: `{name}` is on the CPU; every tensor argument must be on the device")
     computed_in = torch.result_type(self, other)
     if not torch.can_cast(computed_in, out.dtype):

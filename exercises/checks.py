@@ -4826,6 +4826,18 @@ def load_before_aoti(path: Path) -> Result:
                 for model_file in served:
                     answer.run(model_file, x)
             print("IN TURN", json.dumps({{"grew": len(models_mapped()) - before}}))
+            # A release served by two names (its file, and a link to it), then the link flipped to another release
+            # already loaded: the file's own name still leads to its model, which stays.
+            flipping = os.path.join(os.path.dirname(model_pt2), "flipping.pt2")
+            os.symlink(model_pt2, flipping)
+            answer.run(flipping, x)
+            answer.run(model_pt2, x)
+            before = len(models_mapped())
+            os.symlink(first, flipping + ".next")
+            os.replace(flipping + ".next", flipping)
+            answer.run(flipping, x_first)
+            answer.run(model_pt2, x)
+            print("STILL NAMED", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -4853,10 +4865,11 @@ def load_before_aoti(path: Path) -> Result:
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, no_grad, mapped, after_refusals,
-     another_name, refilled, in_turn, releases, linked) = (
+     another_name, refilled, still_named, in_turn, releases, linked) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "NO GRAD",
-                     "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "IN TURN", "RELEASES", "LINKED"))
+                     "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "IN TURN", "RELEASES",
+                     "LINKED"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -4962,6 +4975,12 @@ def load_before_aoti(path: Path) -> Result:
                              "os.path.realpath?), and every release it served stays loaded. The caller names one "
                              f"file: a name holds one model at most, loaded again when the contents it leads to "
                              f"change.{hint}.")
+    if still_named and still_named[0]["grew"]:
+        what = ("run() on a file and on a link to it, then the link flipped to another release loaded already, then "
+                "run() on both names again")
+        why = ("run() dropped the first file's model when the link stopped leading to it, though the file's own name "
+               "still does, and loaded it again. A model goes when no name leads to it.")
+        return Result(False, f"{_mapped_more(what, still_named[0]['grew'], why)}{hint}.")
     if imported and imported[0]["threads"][0] != imported[0]["threads"][1]:
         return Result(False, f"in the fresh Python, importing your file set the process's number of threads from "
                              f"{imported[0]['threads'][0]} to {imported[0]['threads'][1]}: a server that imports it "

@@ -5120,6 +5120,13 @@ def stable_autograd(path: Path) -> Result:
             return Result(False, f"on two {dtype} meta tensors (`self` transposed), your fake kernel returned shape "
                                  f"{list(out.shape)}, {out.dtype}, strides {list(out.stride())} on {out.device}: not "
                                  f"what the CPU kernel returns on CPU tensors, moved to meta.\nLook again at {meta}.")
+    # Two calls on inputs of one shape: each output is the caller's own, as the CPU kernel's are.
+    first, second = (op(torch.empty(2, 3, device="meta"), torch.empty(2, 3, device="meta")) for _ in range(2))
+    if first is second or first.untyped_storage()._cdata == second.untyped_storage()._cdata:
+        return Result(False, "two calls on meta tensors of one shape returned the same tensor (or two views of one): "
+                             "each call's output is the caller's own, as the CPU kernel's is, and a caller that writes "
+                             "into one (resize_, unsqueeze_, a meta-device model's initialization) changes the other "
+                             f"(something kept between calls?).\nLook again at {meta}.")
     symbolic = [("two float32 tensors", torch.randn(3, 4), None),
                 ("a transposed float64 tensor and its copy", torch.randn(4, 3, dtype=torch.float64).t(), None),
                 ("two int32 tensors", torch.arange(12, dtype=torch.int32).view(3, 4), None)]

@@ -5679,13 +5679,15 @@ def _mul_out_problems() -> list[str]:
         if not torch.equal(out.cpu(), x * y):
             problems.append("torch.mul(x, y, out=out) on the device, from Python, left out without the product")
     # A number: x.mul_(2) and torch.mul(x, 2.5, out=out) hand a Python kernel the number itself, not a tensor.
-    for number, how in ((2, "x.mul_(2)"), (2.5, "torch.mul(x, 2.5, out=out)")):
+    # A float16 x scaled by a number: aten computes in float32 (a number keeps its precision), then rounds once.
+    half = torch.tensor([0.0010004, 0.3, -2.0], dtype=torch.float16)
+    for number, how, x in ((2, "x.mul_(2)", torch.randn(3, 4)), (2.5, "torch.mul(x, 2.5, out=out)", torch.randn(3, 4)),
+                           (1e5, "x.mul_(100000.0), x in float16", half)):
         if problems:
             break
-        x = torch.randn(3, 4)
         on_device = x.to(device.NAME)
         try:
-            if isinstance(number, int):
+            if how.startswith("x.mul_"):
                 on_device.mul_(number)
                 got = on_device
             else:
@@ -5694,8 +5696,10 @@ def _mul_out_problems() -> list[str]:
             problems.append(raised(f"{how} on the device, a Python {type(number).__name__} as `other` (a number "
                                    "reaches the kernel as it is)", error))
             continue
-        if not torch.equal(got.cpu(), x * number):
-            problems.append(f"{how} on the device: the result is not x * {number}")
+        if not torch.equal(got.cpu(), want := x.clone().mul_(number)):
+            problems.append(f"{how} on the device: {got.cpu().tolist()}, where aten's mul gives {want.tolist()} (a "
+                            "Python number is not a tensor of x's dtype: aten computes with it in float32 for a "
+                            "float16 x, then rounds once)")
     return problems
 
 
@@ -6035,6 +6039,28 @@ def _upcast_after_a_redefinition(mode) -> str | None:
         return (f"exercise::redefined(Tensor x) called under the mode, then the Library destroyed and the name defined "
                 f"again as redefined(Tensor(a!) x), which writes x: after a call, x holds {x.tolist()}, where the "
                 "kernel wrote 2s: your mode used what it had kept of the first schema. It keeps nothing between calls")
+    # A view first (run as it is), then the same name a plain operator, whose kernel takes no half tensor.
+    import contextlib
+
+    seen = []
+
+    def no_half(x):
+        seen.append(x.dtype)
+        return x * 2
+
+    for schema, kernel in (("redefined_view(Tensor(a) x) -> Tensor(a)", lambda x: x.view(-1)),
+                           ("redefined_view(Tensor x) -> Tensor", no_half)):
+        with operator(schema, kernel) as library:
+            try:
+                with contextlib.suppress(Exception), mode:
+                    torch.ops.exercise.redefined_view.default(torch.ones(3, dtype=torch.float16))
+            finally:
+                library._destroy()
+    if seen != [torch.float32]:
+        return (f"exercise::redefined_view(Tensor(a) x), a view, called under the mode, then the name defined again "
+                f"as redefined_view(Tensor x), a plain operator: its kernel received {seen or 'nothing'}, where a "
+                "float32 copy is due: your mode used what it had kept of the first schema (a view runs as it is). "
+                "It keeps nothing between calls")
     return None
 
 
@@ -6390,6 +6416,15 @@ def upcast_mode(path: Path) -> Result:
                                  f"bfloat16: the kernel received {got}, and acc holds {accumulator.tolist()}: only "
                                  f"float16 and bfloat16 arguments are copied; a float64 one beside them reaches the "
                                  f"kernel as it is, and keeps its precision{hint}")
+        # A float8 tensor beside a half one (a scaled matmul's operands): only the half one is copied.
+        received.clear()
+        with contextlib.suppress(Exception), mode:  # what the kernel received is the point
+            torch.ops.exercise.fp32_only(torch.ones(2, dtype=torch.bfloat16), torch.ones(2).to(torch.float8_e4m3fn))
+        if received[:1] != [("fp32_only", (torch.float32, torch.float8_e4m3fn))]:
+            got = _dtype_names(received[0][1]) if received else "nothing"
+            return Result(False, f"fp32_only(a in bfloat16, b in float8_e4m3fn): the kernel received {got}: only "
+                                 f"float16 and bfloat16 arguments are copied; a float8 one reaches the kernel as it "
+                                 f"is (a kernel may read its bytes){hint}")
         # A project whose default dtype is float64 (torch.set_default_dtype): a float32 copy all the same.
         received.clear()
         default = torch.get_default_dtype()

@@ -1113,6 +1113,15 @@ def meta_kernel(path: Path) -> Result:
                              f"specialized to it ({_SYMBOLS})")
     if problem := _outer_unbacked(outer) or _outer_in_threads(outer):
         return Result(False, problem)
+    try:  # a backend outer has no kernel for: the call is refused, not answered by a kernel that computes nothing
+        outer(torch.ones(2).to_sparse(), torch.ones(2))
+    except (NotImplementedError, RuntimeError):
+        pass
+    else:
+        return Result(False, "on a sparse CPU tensor, which no kernel of outer's computes for, the call returned a "
+                             "tensor, one that holds no product: your kernel answers for backends beyond Meta (a "
+                             "registration at a key that stands for several?). A Meta kernel is registered at Meta "
+                             "(lesson 02, section 2)")
     return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
                         "its refusals, one compile for three sizes, a size no trace knows, and four threads at once")
 

@@ -987,13 +987,10 @@ _SYMBOLS = "lesson 01, 'Sizes are SymInt', and lesson 02, section 2 (csrc/meta.c
 def _outer_unbacked(outer) -> str | None:
     """outer on a fake tensor whose size is an unbacked symbol: the count of x[x > 0], which no trace knows. A kernel
     that branches on such a size (size == 0) cannot be traced; one that computes with it can."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from helpers import shapes
 
-    mode = FakeTensorMode(shape_env=ShapeEnv())
+    mode, (count,) = shapes.unbacked()
     with mode:
-        count = mode.shape_env.create_unbacked_symint()
-        torch._check_is_size(count)
         try:
             out = outer(torch.empty(count), torch.empty(3))
         except Exception as error:  # noqa: BLE001 - a C++ exception arrives as any Python error torch maps it to
@@ -3474,15 +3471,10 @@ def _stack_unbacked(op, path: Path) -> Result | None:
     """stack2 on fake tensors whose first size is unknown while tracing (the count of x[x > 0], as torch.export meets
     after .item() or nonzero()), contiguous and channels_last: a fake kernel that decides on a size's value (== 0,
     > 1) cannot be traced there; one that computes with sizes, and decides on strides' order, can."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from helpers import shapes
 
-    mode = FakeTensorMode(shape_env=ShapeEnv())
+    mode, (count, other) = shapes.unbacked(2)  # two counts: x[x > 0] and y[y > 0], say
     with mode:
-        count = mode.shape_env.create_unbacked_symint()
-        torch._check_is_size(count)
-        other = mode.shape_env.create_unbacked_symint()  # a second count: x[x > 0] and y[y > 0], say
-        torch._check_is_size(other)
         for layout, b_count in ((torch.contiguous_format, count), (torch.channels_last, count),
                                 (torch.contiguous_format, other)):
             a = torch.empty(count, 3, 4, 5, memory_format=layout)
@@ -3504,13 +3496,10 @@ def _stack_unbacked(op, path: Path) -> Result | None:
 def _stack_unbacked_beside_known(op) -> Result | None:
     """stack2 of a tensor of an unknown first size (the count of x[x > 0]) beside one of first size 3: where it cannot
     refuse while tracing, a fake kernel records, for the traced program, that the sizes must agree."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from helpers import shapes
 
-    mode = FakeTensorMode(shape_env=ShapeEnv())
+    mode, (count,) = shapes.unbacked()
     with mode:
-        count = mode.shape_env.create_unbacked_symint()
-        torch._check_is_size(count)
         asserts = sum(len(checks) for checks in mode.shape_env.deferred_runtime_asserts.values())
         try:
             op(torch.empty(count, 3, 4, 5), torch.empty(3, 3, 4, 5))
@@ -5013,14 +5002,10 @@ def _stable_add_unbacked(op, path: Path) -> str | None:
     """add on two fake tensors whose first sizes are unbacked symbols (the counts of x[x > 0] and y[y > 0], equal when
     the call runs, and no trace knows them): a fake kernel's check of the shapes must hold off to the call, not refuse
     or decide while tracing."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from helpers import shapes
 
-    mode = FakeTensorMode(shape_env=ShapeEnv())
+    mode, (first, second) = shapes.unbacked(2)
     with mode:
-        first, second = mode.shape_env.create_unbacked_symint(), mode.shape_env.create_unbacked_symint()
-        for count in (first, second):
-            torch._check(count >= 0)
         try:
             out = op(torch.empty(first, 3), torch.empty(second, 3))
         except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
@@ -6520,6 +6505,8 @@ def dynamic_fake(path: Path) -> Result:
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
+        from helpers import shapes
+
         with FakeTensorMode(shape_env=ShapeEnv()):
             on_cuda = op(torch.empty(4, 3, device="cuda:1"))  # a GPU model traced on a machine without one
         if on_cuda.device != torch.device("cuda:1"):
@@ -6551,11 +6538,8 @@ def dynamic_fake(path: Path) -> Result:
                                  f"size it cannot know, where torch's own x[x > 0] refuses. Let the refusal "
                                  f"through{hint}")
         # x's own size unknown while tracing: x the output of positives, or of nonzero (two such calls chained).
-        from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-        with FakeTensorMode(shape_env=ShapeEnv()) as mode:
-            count = mode.shape_env.create_unbacked_symint()
-            torch._check(count >= 0)
+        mode, (count,) = shapes.unbacked()
+        with mode:
             try:
                 op(torch.empty(count))
             except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything; that is the diagnosis

@@ -34,16 +34,6 @@ def symbolic(**tensors: torch.Tensor) -> tuple[FakeTensorMode, dict[str, torch.T
     return mode, fakes
 
 
-def unbacked(count: int = 1) -> tuple[FakeTensorMode, list[torch.SymInt]]:
-    """A FakeTensorMode with a ShapeEnv, and `count` sizes no trace knows (unbacked symbols, each a size: the count of
-    x[x > 0], as torch.export meets after .item() or nonzero())."""
-    mode = FakeTensorMode(shape_env=ShapeEnv())
-    sizes = [mode.shape_env.create_unbacked_symint() for _ in range(count)]
-    for size in sizes:
-        torch._check_is_size(size)
-    return mode, sizes
-
-
 def _readable(expression, mode: FakeTensorMode) -> str:
     """An expression over the symbols, written with the sizes they stand for: `a.size(1) == b.size(0)`."""
     names = {}
@@ -64,3 +54,13 @@ def named(size, mode: FakeTensorMode) -> list[str]:
 def guards(mode: FakeTensorMode) -> list[str]:
     """The guards added to the mode's ShapeEnv so far, in the order they were added."""
     return [_readable(guard.expr, mode) for guard in mode.shape_env.guards]
+
+
+def unbacked(count: int = 1) -> tuple[FakeTensorMode, list[torch.SymInt]]:
+    """A FakeTensorMode with a ShapeEnv, and `count` sizes no trace knows (unbacked symbols, each a size: the count of
+    x[x > 0], as torch.export meets after .item() or nonzero())."""
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    sizes = [mode.shape_env.create_unbacked_symint() for _ in range(count)]
+    for size in sizes:
+        torch._check_is_size(size)
+    return mode, sizes

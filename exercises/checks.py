@@ -1826,6 +1826,32 @@ def _subclass_passed_on(call, given: list, name: str) -> str | None:
     return None
 
 
+def _subclass_tangent_passed_on(op, given: list) -> str | None:
+    """scale2 of a dual tensor whose primal is a plain tensor and whose tangent a tensor subclass (TwoTensor): a
+    tangent's calls are dispatched on its own keys, which hold the Python key where the primal's do not. Refused (no
+    forward-mode formula), or 2 * the tangent, a TwoTensor."""
+    import torch.autograd.forward_ad as forward_ad
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    given.clear()
+    with forward_ad.dual_level():
+        x = forward_ad.make_dual(torch.ones(3), TwoTensor(torch.full((3,), 5.0), torch.full((3,), 7.0)))
+        try:
+            tangent = forward_ad.unpack_dual(op(x)).tangent
+        except (RuntimeError, NotImplementedError):  # refused: no forward-mode formula
+            return None
+    what = ("on a dual tensor whose primal is a plain tensor and whose tangent a tensor subclass (TwoTensor, torch's "
+            "test subclass: two tensors in one; a tangent made by a subclass-aware transform)")
+    if any(kind != "Tensor" for kind in given):
+        return (f"{what}, scale2's CPU kernel received {', '.join(given)}: the tangent's call below autograd skipped "
+                "the Python key, which the tangent's keyset holds and the primal's does not. A call is dispatched on "
+                "the keys of the tensors it is given")
+    if not (type(tangent) is TwoTensor and torch.equal(tangent.a, torch.full((3,), 10.0))
+            and torch.equal(tangent.b, torch.full((3,), 14.0))):
+        return f"{what}: the output's tangent is {tangent!r}, where 2 * the tangent is TwoTensor([10...], [14...])"
+    return None
+
+
 def _keyset_kept_apart(call, expected: torch.Tensor, what: str, function: type) -> str | None:
     """`call(device)`, one call of the operator on new tensors of that device, 300 times in each of two threads at
     once, one on CPU tensors (each result must equal `expected`) and one on meta tensors: None where each call ran
@@ -2223,20 +2249,30 @@ def _cube_saved_as_given(cube) -> str | None:
 
 
 def _cube_first_on_meta(path: Path) -> str | None:
-    """Your file loaded afresh, its backward first run on meta tensors (shape inference, a model built on the meta
-    device), then on CPU ones: whatever backward makes, it makes for the tensors of each call."""
+    """Your file loaded afresh, its backward first run on fake tensors (torch.compile's and torch.export's tracing),
+    then on meta tensors (shape inference, a model built on the meta device), then on CPU ones: whatever backward
+    makes, it makes for the tensors of each call."""
+    from contextlib import nullcontext
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
     with _cube_operator(load_python(path), "cube_again") as cube:
-        for device in ("meta", "cpu"):
-            x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, device=device, requires_grad=True)
-            try:
-                (grad,) = torch.autograd.grad(cube(x).sum(), x)
-            except RuntimeError as error:
-                return (f"your file loaded afresh, a backward on meta tensors first, then one on CPU tensors: the "
-                        f"{device} one raised RuntimeError: {str(error).splitlines()[0][:160]}. Something backward "
-                        "made at its first call (on meta) was used again: what backward computes, it computes from "
-                        f"the tensors of each call ({_CUBE_DIFFERENTIABLE})")
+        for tensors, device in (("fake", "cpu"), ("meta", "meta"), ("CPU", "cpu")):
+            with FakeTensorMode() if tensors == "fake" else nullcontext():
+                x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, device=device, requires_grad=True)
+                try:
+                    (grad,) = torch.autograd.grad(cube(x).sum(), x)
+                except Exception as error:  # noqa: BLE001 - the reader's backward may raise anything
+                    # torch's advice (allow_non_fake_inputs) is for code that means to mix them, which backward is not
+                    said = str(error).splitlines()[0].split(" or instantiate FakeTensorMode with")[0][:160]
+                    return (f"your file loaded afresh, a backward on fake tensors first (as torch.compile traces "
+                            f"it), then one on meta tensors, then one on CPU tensors: the {tensors} one raised "
+                            f"{type(error).__name__}: {said}. Something backward made at an earlier "
+                            "call was used again: what backward computes, it computes from the tensors of each call "
+                            f"({_CUBE_DIFFERENTIABLE})")
     if not torch.allclose(grad, 3 * x.detach() ** 2):
-        return f"your file loaded afresh, a backward on meta tensors first, then on CPU ones: d/dx {grad.tolist()}"
+        return (f"your file loaded afresh, a backward on fake tensors first, then on meta ones, then on CPU ones: d/dx "
+                f"{grad.tolist()}")
     return None
 
 
@@ -2432,6 +2468,18 @@ def _scale2_saves_nothing(op) -> str | None:
         return (f"scale2(y), then y.add_(1), then backward: {str(error).splitlines()[0][:160]}: torch's own y * 2 "
                 "lets y change after the call, since its backward reads none of y's values; yours kept y (saved for "
                 "backward?), which it does not need (lesson 04, section 1: what forward saves)")
+    x = torch.ones(3, requires_grad=True)
+    out = op(x)
+    out.mul_(3)  # the caller's output, written in place (as torch's own x * 2 allows: its backward reads no output)
+    try:
+        (grad,) = torch.autograd.grad(out.sum(), x)
+    except RuntimeError as error:
+        return (f"scale2(x), then out.mul_(3) on its output, then backward: {str(error).splitlines()[0][:160]}: "
+                "torch's own x * 2 lets its output change after the call, since its backward reads none of its "
+                "values; yours kept the output (saved for backward?), which it does not need (lesson 04, section 1: "
+                "what forward saves)")
+    if not torch.equal(grad, torch.full((3,), 6.0)):
+        return f"scale2(x), then out.mul_(3) on its output, then backward: x's gradient is {grad.tolist()}, not 6s"
     if _outlives_its_last_reference(lambda: op(torch.ones(1000, requires_grad=True))):
         return ("an output of scale2, dropped by the caller, is still alive: something keeps it (the graph, through "
                 "ctx.out = out: out -> grad_fn -> ctx -> out, a cycle only the collector frees; or a cache of "
@@ -2442,7 +2490,7 @@ def _scale2_saves_nothing(op) -> str | None:
 def _gradient_undefined(op, name: str) -> str | None:
     """A node below that gives no gradient (lesson 04, section 3: DropsItsGradient): autograd hands `op`'s backward an
     undefined gradient, zeros unless the Function asked for None (set_materialize_grads(False)); x's gradient is
-    zeros."""
+    zeros, on CPU tensors and on meta ones (a gradient made for the undefined one is made like x)."""
     class DropsItsGradient(torch.autograd.Function):
         @staticmethod
         def forward(ctx, t):
@@ -2452,17 +2500,22 @@ def _gradient_undefined(op, name: str) -> str | None:
         def backward(ctx, grad):
             return None
 
-    x = torch.ones(3, requires_grad=True)
-    try:
-        DropsItsGradient.apply(op(x)).sum().backward()
-    except (TypeError, RuntimeError) as error:
-        return (f"DropsItsGradient.apply({name}(x)).sum().backward(), a node below that gives no gradient (lesson 04, "
-                f"section 3): {type(error).__name__}: {str(error).splitlines()[0][:160]}. Your backward received an "
-                "undefined gradient (None), which it could not take: autograd hands over zeros unless a Function asks "
-                "for None")
-    if x.grad is not None and not torch.equal(x.grad, torch.zeros(3)):
-        return (f"DropsItsGradient.apply({name}(x)).sum().backward(): x.grad is {x.grad.tolist()}, where no gradient "
-                f"came down to {name}: zeros")
+    for device in ("cpu", "meta"):
+        x = torch.ones(3, device=device, requires_grad=True)
+        call = f"DropsItsGradient.apply({name}(x)).sum().backward()" + (" on meta tensors" if device == "meta" else "")
+        try:
+            DropsItsGradient.apply(op(x)).sum().backward()
+        except (TypeError, RuntimeError) as error:
+            said = f"{type(error).__name__}: {str(error).splitlines()[0][:160]}"
+            if device == "meta":
+                return (f"{call}, a node below that gives no gradient (lesson 04, section 3), after the same call on "
+                        f"CPU tensors passed: {said}. What your backward gives where the gradient arrives undefined "
+                        "is x's gradient, on x's device, in x's dtype")
+            return (f"{call}, a node below that gives no gradient (lesson 04, section 3): {said}. Your backward "
+                    "received an undefined gradient (None), which it could not take: autograd hands over zeros "
+                    "unless a Function asks for None")
+        if device == "cpu" and x.grad is not None and not torch.equal(x.grad, torch.zeros(3)):
+            return f"{call}: x.grad is {x.grad.tolist()}, where no gradient came down to {name}: zeros"
     return None
 
 
@@ -2521,8 +2574,8 @@ def redispatch(path: Path) -> Result:
                  ("a sparse CPU tensor", lambda: values.to_sparse().requires_grad_(), nullcontext, "SparseCPU"),
                  ("a CPU tensor, inside a TorchDispatchMode", lambda: values.clone().requires_grad_(), _recording_mode,
                   "CPU"),
-                 # Their Autograd keys are AutogradNestedTensor and AutogradOther, not a backend's (lesson 03, section
-                 # 2); without requires_grad, since torch.autograd.Function takes no nested tensor that requires it.
+                 # Their keysets hold AutogradNestedTensor and AutogradOther (torch._C._dispatch_keys(x) prints
+                 # them); without requires_grad, since torch.autograd.Function takes no nested tensor that requires it.
                  ("a nested tensor that does not require grad", lambda: _nested(values), nullcontext,
                   "NestedTensorCPU")]
         if torch.backends.mkldnn.is_available():
@@ -2550,10 +2603,10 @@ def redispatch(path: Path) -> Result:
                 if key in ("NestedTensorCPU", "MkldnnCPU"):
                     autograd_key = "AutogradNestedTensor" if key == "NestedTensorCPU" else "AutogradOther"
                     return Result(False, f"on {what}: the call came back to your Autograd kernel again and again "
-                                         f"(RecursionError): this tensor's Autograd key is {autograd_key}, not a "
-                                         "backend's Autograd key, and the call below your kernel still held it (lesson "
-                                         f"03, section 2: the keys the Autograd alias stands for).\nLook again at "
-                                         f"{_PASSING_ON}")
+                                         f"(RecursionError): this tensor's keyset holds {autograd_key}, an autograd "
+                                         "key the Autograd alias stands for too, and the call below your kernel still "
+                                         "held it (torch._C._dispatch_keys(x) prints a tensor's keys).\nLook again "
+                                         f"at {_PASSING_ON}")
                 return Result(False, f"on {what}: the call came back to your Autograd kernel again and again "
                                      "(RecursionError): it calls the operator from the top of the keyset, where "
                                      f"Autograd is still the first key.{extra}\nLook again at {_PASSING_ON}")
@@ -2614,6 +2667,12 @@ def redispatch(path: Path) -> Result:
                 try:
                     (grad,) = torch.autograd.grad(out.to_dense().sum(), x)
                 except RuntimeError as error:
+                    frames = traceback.extract_tb(error.__traceback__)
+                    if any(frame.filename == str(path) for frame in frames):  # in the reader's file: in backward
+                        return Result(False, f"on {what}: backward from the output to x: your backward raised "
+                                             f"{_raised(error, path)}. On such a tensor, backward must not read what it lacks "
+                                             "(sizes, strides, a layout's operators): torch operations on the "
+                                             "gradient it receives are all it needs (lesson 04, section 1)")
                     return Result(False, f"on {what}: backward from the output to x failed: "
                                          f"{str(error).splitlines()[0][:160]}. The output must be linked to x by "
                                          f"autograd (lesson 04, section 1).\nLook again at {_PASSING_ON}")
@@ -2666,6 +2725,12 @@ def redispatch(path: Path) -> Result:
         given.clear()
         if told := _subclass_passed_on(lambda x: op(x), given, "scale2"):
             return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
+        try:
+            told = _subclass_tangent_passed_on(op, given)
+        except _StateLeft as left:
+            told = f"on a dual tensor whose tangent is a tensor subclass (TwoTensor): {left}"
+        if told:
+            return Result(False, f"{told}.\nLook again at {tangents}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
                             "mode's key and those of conjugate and negative views kept, with a gradient; the thread's "
                             "state as it was, after a refused call too")
@@ -3733,6 +3798,7 @@ def vmap_rule(path: Path) -> Result:
 
     with operator("rowdot(Tensor x, Tensor y) -> Tensor", rowdot) as library:
         torch.library.register_vmap("exercise::rowdot", rule, lib=library)
+        thread = _thread_state()  # the caller's: grad mode on, say, for the training step that follows
         for case, x, y, in_dims, xs, ys in _vmap_rule_cases():
             calls.clear()
             returned.clear()
@@ -3773,6 +3839,10 @@ def vmap_rule(path: Path) -> Result:
                                      "torch formula beside the kernel?), where the kernel is what computes them: "
                                      "another kernel (a CUDA one, one that accumulates otherwise) would give other "
                                      "numbers (lesson 06, section 6)")
+            if changed := _thread_state_changes(thread):
+                return Result(False, f"with {case}: right result, but after the call {changed}: your rule changed "
+                                     "the caller's thread, and every later call on it (the training step after the "
+                                     "vmap) runs so. A rule leaves the thread as it found it (lesson 06, section 6)")
         # vmap of vmap (examples of examples: per-sample gradients of a batch of models, say): the rule runs at each
         # level, the inner one's result batched at the outer level.
         xs, ys = torch.randn(3, 4, 5, 6), torch.randn(3, 4, 5, 6)
@@ -4340,6 +4410,74 @@ def _layer_cost_keeps_flush_denormal(answer) -> str | None:
     return None
 
 
+def _layer_cost_thread_started_meanwhile(answer) -> str | None:
+    """A thread started while the measurement times (torch starts its OpenMP threads at its first parallel call, which
+    a timed call may be) runs, once the measurement is over, on the CPUs and at the priority the process's others do.
+    Linux keeps both per thread, and a thread starts with its starter's."""
+    import os
+    import threading
+
+    if not (hasattr(os, "sched_getaffinity") and hasattr(os, "getpriority")):
+        return None
+    found = os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)
+    timer, over, seen, started = FakeTimer(0.4, seed=16), threading.Event(), [], []
+
+    def pool_thread():
+        over.wait(timeout=60)
+        seen.append((os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)))
+
+    def first_call_starts_a_thread():
+        if not started:
+            started.append(threading.Thread(target=pool_thread, daemon=True))
+            started[0].start()
+        return timer.with_layer()
+
+    try:
+        answer(first_call_starts_a_thread, timer.without, rounds=15)
+    finally:
+        over.set()
+        if started:
+            started[0].join(timeout=60)
+    if not seen or seen[0] == found:
+        return None
+    (cpus, priority), (found_cpus, found_priority) = seen[0], found
+    what = (f"runs on CPUs {sorted(cpus)} where the process's others run on {sorted(found_cpus)}" if cpus != found_cpus
+            else f"runs at priority (nice) {priority} where the process's others run at {found_priority}")
+    return (f"a thread started while your function timed (as torch starts its OpenMP threads at its first parallel "
+            f"call, which a timed call may be) {what}, for good: Linux keeps the CPUs a thread may run on and its "
+            "priority per thread, and a new thread starts with those of the thread that started it. A measurement "
+            "leaves the process's settings as it found them, for the threads started while it timed too")
+
+
+def _layer_cost_keeps_c_profiler(answer) -> str | None:
+    """A caller that profiles with cProfile, whose profile function is written in C: sys.getprofile() gives its
+    Profile object, which sys.setprofile takes as a Python function (one that cannot be called). The profiler is
+    still the process's after the measurement."""
+    import cProfile
+    import sys
+
+    profiler, timer, raised = cProfile.Profile(), FakeTimer(0.4, seed=17), None
+    profiler.enable()
+    try:
+        try:
+            answer(timer.with_layer, timer.without, rounds=15)
+        except Exception as error:  # noqa: BLE001 - the reader's code may raise anything; that is the diagnosis
+            raised = error
+        left = sys.getprofile()
+    finally:
+        profiler.disable()
+        sys.setprofile(None)
+    if raised is None and left is profiler:
+        return None
+    return ("for a caller that profiles with cProfile (python -m cProfile, cProfile.Profile().enable()), "
+            + (f"your function raised {type(raised).__name__}: {str(raised).splitlines()[0][:200]}, and "
+               if raised else "") + "afterwards the caller's profiler was "
+            + ("off" if left is None else f"replaced by {left!r}")
+            + ": the object sys.getprofile() gives for a profile function written in C is not the function itself, "
+              "and sys.setprofile takes it for a Python one. A measurement leaves the interpreter's trace and "
+              "profile functions as it found them")
+
+
 def _layer_cost_same(name: str, old, new) -> bool:
     if name == _FROZEN:  # frozen objects that die leave the count: only more frozen, or most unfrozen, is a change
         return old // 2 <= new <= old
@@ -4561,7 +4699,8 @@ def layer_cost(path: Path) -> Result:
                              "found them, even if it changes them while it times, and even when a timer raises (what "
                              "timeit does to garbage collection, it undoes in a finally)")
     if wrong := (_layer_cost_keeps_warn_only(answer) or _layer_cost_warning_as_error(answer)
-                 or _layer_cost_keeps_flush_denormal(answer)):
+                 or _layer_cost_keeps_flush_denormal(answer) or _layer_cost_keeps_c_profiler(answer)
+                 or _layer_cost_thread_started_meanwhile(answer)):
         return Result(False, wrong)
     if torch.get_num_interop_threads() != interop:
         return Result(False, f"after your function ran, torch's inter-op threads went from {interop} to "
@@ -4785,12 +4924,17 @@ def load_before_aoti(path: Path) -> Result:
             buffer = x.clone()
             first_out = answer.run(model_pt2, buffer)
             buffer.copy_(torch.randn(x.shape, generator=torch.Generator().manual_seed(7)))
-            second_out = answer.run(model_pt2, buffer)
-            right = answer.run(model_pt2, buffer.clone())
+            second_in, second_out = buffer.clone(), answer.run(model_pt2, buffer)
+            # Refilled again through numpy's view of it (a server's decoder writing into it): a write torch's
+            # version counter never sees, as one through .data or from C does not.
+            buffer.numpy()[...] = torch.randn(x.shape, generator=torch.Generator().manual_seed(8)).numpy()
+            third_out = answer.run(model_pt2, buffer)
+            right = answer.run(model_pt2, second_in)
             refilled = {{"same": bool(torch.allclose(second_out, right, atol=1e-6)),
-                        "own": second_out.untyped_storage().data_ptr() != first_out.untyped_storage().data_ptr()}}
+                        "own": second_out.untyped_storage().data_ptr() != first_out.untyped_storage().data_ptr(),
+                        "numpy": bool(torch.allclose(third_out, answer.run(model_pt2, buffer.clone()), atol=1e-6))}}
             print("REFILLED", json.dumps(refilled))
-            stop_unless(refilled["same"] and refilled["own"])
+            stop_unless(refilled["same"] and refilled["own"] and refilled["numpy"])
 
             def deployed(release):  # a release copied over one file, then a request
                 return lambda: (shutil.copyfile(release, model_pt2), answer.run(model_pt2, x))
@@ -4946,6 +5090,13 @@ def load_before_aoti(path: Path) -> Result:
              "are, whatever the name it is given by.")):
         if step and step[0]["grew"]:
             return Result(False, f"{_mapped_more(what, step[0]['grew'], why)}{hint}.")
+    if refilled and refilled[0]["same"] and refilled[0]["own"] and not refilled[0]["numpy"]:
+        return Result(False, "in the fresh Python, run() on one input buffer, refilled in place between the calls "
+                             "through torch, then through numpy's view of it (buffer.numpy()[...] = ..., as a server's "
+                             "decoder writes into its buffer: torch's version counter does not see such a write), "
+                             "returned the third time not the model's output for what the buffer holds now, but an "
+                             "earlier one: something kept from an earlier call was returned. Each call returns the "
+                             f"model's output for its input as it is then.{hint}.")
     if refilled and not (refilled[0]["same"] and refilled[0]["own"]):
         got = ("not the model's output for what the buffer holds now, but an earlier one: something kept from the "
                "first call (an output kept by the input's address?) was returned" if not refilled[0]["same"] else

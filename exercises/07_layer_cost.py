@@ -13,10 +13,10 @@ two measurements at once, in two threads taking turns call by call. The timers a
 (its autocast region, grad and inference mode, anomaly detection as they are), and a timer's error passes through. A
 measurement leaves the process's settings (garbage collection: on or off, its thresholds, callbacks and debug flags,
 frozen objects; torch's threads; Python's, numpy's and torch's random numbers, CUDA's seeds included; the process's
-priority; the interpreter's thread switch interval, trace and profile functions (cProfile's too); the CPUs the process
-may run on; whether denormal numbers flush to zero; cuDNN's flags, deterministic algorithms, float32 matmul precision,
-anomaly detection; the warning filters) as it found them, for the threads started while it times too, and when a timer
-raises.
+priority and scheduling policy; the interpreter's thread switch interval, trace and profile functions (cProfile's too);
+the CPUs the process may run on; whether denormal numbers flush to zero; cuDNN's flags, deterministic algorithms,
+float32 matmul precision, anomaly detection; the warning filters, the levels of log messages switched off) as it found
+them, for the threads started while it times too, and when a timer raises.
 """
 
 import statistics

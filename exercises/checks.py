@@ -880,6 +880,10 @@ def composite_key(path: Path) -> Result:
                     if not op(empty).requires_grad:
                         problems.append("an empty input that requires grad: the output does not, so the graph stops "
                                         "there (an empty batch is still part of the model)")
+                    if op(torch.empty(3, device="meta", requires_grad=True)).grad_fn is None:
+                        problems.append("a meta tensor that requires grad (a model built on the meta device: deferred "
+                                        "initialization, memory planning): the output has no grad_fn, where a CPU "
+                                        "tensor's has one, so backward on meta stops there")
                 if grad is None:
                     problems.append("no gradient: the output has no grad_fn")
                 elif not torch.allclose(grad, torch.sigmoid(2 * x.detach())):
@@ -1315,6 +1319,10 @@ def _keyset_change(old: torch._C.DispatchKeySet, new: torch._C.DispatchKeySet) -
     """'gained AutogradOther; lost ADInplaceOrView': how a keyset changed, by key name."""
     gained = [key for key in _keys_in(new) if key not in _keys_in(old)]
     lost = [key for key in _keys_in(old) if key not in _keys_in(new)]
+    if not (gained or lost) and old.raw_repr() != new.raw_repr():  # bits that make no key by themselves
+        return (f"in bits that no key's name shows: {old.raw_repr():#x} before, {new.raw_repr():#x} after (torch."
+                "_C.DispatchKeySet.raw_repr): a backend's bits with no functionality of theirs, as setting a "
+                "per-backend key's exclusion back one key at a time leaves them")
     return "; ".join(f"{what} {', '.join(keys)}" for what, keys in (("gained", gained), ("lost", lost)) if keys)
 
 
@@ -2574,6 +2582,8 @@ def redispatch(path: Path) -> Result:
                  ("a sparse CPU tensor", lambda: values.to_sparse().requires_grad_(), nullcontext, "SparseCPU"),
                  ("a CPU tensor, inside a TorchDispatchMode", lambda: values.clone().requires_grad_(), _recording_mode,
                   "CPU"),
+                 ("an empty CPU tensor (an empty batch), inside a TorchDispatchMode",
+                  lambda: torch.empty(0, requires_grad=True), _recording_mode, "CPU"),
                  # Their keysets hold AutogradNestedTensor and AutogradOther (torch._C._dispatch_keys(x) prints
                  # them); without requires_grad, since torch.autograd.Function takes no nested tensor that requires it.
                  ("a nested tensor that does not require grad", lambda: _nested(values), nullcontext,
@@ -2658,7 +2668,7 @@ def redispatch(path: Path) -> Result:
             dense = out.detach().unbind()[0] if out.is_nested else out.detach().to_dense()
             viewed = x.is_complex() or x.is_neg()  # conjugate and negative views: 2x as it reads, resolved
             want = (torch.zeros(3) if x._is_zerotensor() else 2 * x.detach().resolve_conj().resolve_neg() if viewed
-                    else values * 2)
+                    else values * 2 if x.numel() else torch.empty(0))
             if not torch.equal(dense, want):
                 return Result(False, f"on {what}: scale2(x) gave {dense.tolist()}")
             if x.requires_grad and out.grad_fn is None:
@@ -2676,8 +2686,8 @@ def redispatch(path: Path) -> Result:
                     return Result(False, f"on {what}: backward from the output to x failed: "
                                          f"{str(error).splitlines()[0][:160]}. The output must be linked to x by "
                                          f"autograd (lesson 04, section 1).\nLook again at {_PASSING_ON}")
-                if not torch.equal(grad.to_dense(), torch.full((3,), 2.0)):
-                    return Result(False, f"on {what}: gradient {grad.to_dense().tolist()}, should be [2, 2, 2]")
+                if not torch.equal(grad.to_dense(), torch.full((x.numel(),), 2.0)):
+                    return Result(False, f"on {what}: gradient {grad.to_dense().tolist()}, should be 2s")
         # A call no kernel below autograd takes (none for sparse CSR tensors): it raises inside forward, and must
         # leave the thread's dispatch state as it found it all the same.
         try:
@@ -2709,6 +2719,28 @@ def redispatch(path: Path) -> Result:
                                  "returned has no history, though it depends on v: it was computed where autograd does "
                                  "not see it (below autograd, or detached), so its own derivative is lost. A backward "
                                  "built of torch operations is differentiable by itself (lesson 04, section 1)")
+        # A gradient of another layout than x's (a sparse one for a dense x, as an embedding's arrives): whatever
+        # backward runs, it runs on the gradient's own keys, never on x's.
+        x = values.clone().requires_grad_()
+        out = op(x)
+        ran.clear()
+        sparse_grad = torch.tensor([0.0, 3.0, 0.0]).to_sparse()
+        doing = ("scale2(x) of a dense x, then backward given a sparse gradient (torch.autograd.grad(out, x, "
+                 "grad.to_sparse()), which torch's own x * 2 takes)")
+        try:
+            (grad,) = torch.autograd.grad(out, x, sparse_grad)
+        except Exception as error:  # noqa: BLE001 - the reader's backward may raise anything; that is the diagnosis
+            return Result(False, f"{doing}: {_raised(error, path)}" + (
+                f": scale2's {' and '.join(ran)} kernel ran on the gradient, a kernel for x's layout, not the "
+                "gradient's: the keyset of forward's call is x's, not the gradient's" if "CPU" in ran else "")
+                + f".\nLook again at {_PASSING_ON}")
+        if "CPU" in ran:
+            return Result(False, f"{doing}: scale2's dense CPU kernel ran on the sparse gradient: backward handed "
+                                 "the gradient on with a keyset that is not the gradient's (forward's call's is x's)"
+                                 f".\nLook again at {_PASSING_ON}")
+        if not torch.equal(grad.to_dense(), torch.tensor([0.0, 6.0, 0.0])):
+            return Result(False, f"{doing}: x's gradient is {grad.to_dense().tolist()}, where 2 * the gradient is "
+                                 "[0, 6, 0]")
         x = torch.ones(3)
         first = op(x)
         first.add_(1)  # the caller's to write into: a new tensor, as the schema promises
@@ -2969,6 +3001,16 @@ def register_autocast(path: Path) -> Result:
             with torch.autocast("cpu", cache_enabled=False):
                 problem = call("in a region without autocast's cast cache (cache_enabled=False)", activation,
                                weight32, torch.bfloat16)
+        if not problem:
+            with torch.autocast("cpu"), torch.no_grad():  # an evaluation loop: no graph wanted
+                evaluated = op(activation, parameter)
+            if evaluated.requires_grad:
+                problem = (f"in a region under torch.no_grad() (an evaluation loop), mm2 of a parameter that requires "
+                           f"grad returned an output that requires grad (grad_fn "
+                           f"{type(evaluated.grad_fn).__name__}): the call recorded a graph where the caller turned "
+                           "recording off, and each step's graph keeps the parameter's cast and the activations "
+                           "alive. An Autocast kernel hands the call on in the caller's grad mode (lesson 05, section "
+                           "2: what an Autocast kernel hands on)")
         problem = problem or _mm2_seen_by_a_mode(op, activation, weight32)
         problem = problem or _mm2_saved_activations(op) or _mm2_parameters_freed(op) or _mm2_casts_freed(op, seen)
         if problem:
@@ -4232,6 +4274,7 @@ def _numpy_random_state(numpy) -> tuple:
 def _layer_cost_settings() -> dict:
     """The process-wide settings a measurement may change while it times, as they are now."""
     import gc
+    import logging
     import os
     import sys
     import threading
@@ -4249,6 +4292,9 @@ def _layer_cost_settings() -> dict:
                 _numpy_random_state(sys.modules["numpy"]) if "numpy" in sys.modules else None),
             "the process's priority (os.nice)": (
                 os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None),
+            "the process's scheduling policy (os.sched_setscheduler)": (
+                os.sched_getscheduler(0) if hasattr(os, "sched_getscheduler") else None),
+            "the levels of log messages switched off (logging.disable)": logging.root.manager.disable,
             "the CPUs the process may run on (os.sched_setaffinity)": (
                 os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None),
             "whether denormal numbers flush to zero (torch.set_flush_denormal)": _flushes_denormals(),
@@ -4417,14 +4463,14 @@ def _layer_cost_thread_started_meanwhile(answer) -> str | None:
     import os
     import threading
 
-    if not (hasattr(os, "sched_getaffinity") and hasattr(os, "getpriority")):
+    if not (hasattr(os, "sched_getaffinity") and hasattr(os, "getpriority") and hasattr(os, "sched_getscheduler")):
         return None
-    found = os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)
+    found = os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
     timer, over, seen, started = FakeTimer(0.4, seed=16), threading.Event(), [], []
 
     def pool_thread():
         over.wait(timeout=60)
-        seen.append((os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)))
+        seen.append((os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)))
 
     def first_call_starts_a_thread():
         if not started:
@@ -4440,13 +4486,24 @@ def _layer_cost_thread_started_meanwhile(answer) -> str | None:
             started[0].join(timeout=60)
     if not seen or seen[0] == found:
         return None
-    (cpus, priority), (found_cpus, found_priority) = seen[0], found
+    (cpus, priority, policy), (found_cpus, found_priority, found_policy) = seen[0], found
     what = (f"runs on CPUs {sorted(cpus)} where the process's others run on {sorted(found_cpus)}" if cpus != found_cpus
-            else f"runs at priority (nice) {priority} where the process's others run at {found_priority}")
+            else f"runs at priority (nice) {priority} where the process's others run at {found_priority}"
+            if priority != found_priority else f"runs under scheduling policy {_scheduling_policy(policy)} where the "
+                                               f"process's others run under {_scheduling_policy(found_policy)}")
     return (f"a thread started while your function timed (as torch starts its OpenMP threads at its first parallel "
-            f"call, which a timed call may be) {what}, for good: Linux keeps the CPUs a thread may run on and its "
-            "priority per thread, and a new thread starts with those of the thread that started it. A measurement "
+            f"call, which a timed call may be) {what}, for good: Linux keeps the CPUs a thread may run on, its "
+            "priority and its scheduling policy per thread, and a new thread starts with those of the thread that "
+            "started it. A measurement "
             "leaves the process's settings as it found them, for the threads started while it timed too")
+
+
+def _scheduling_policy(policy: int) -> str:
+    """os.SCHED_BATCH for 3, say: a policy's name in os."""
+    import os
+
+    return next((f"os.{name}" for name in dir(os) if name.startswith("SCHED_") and name != "SCHED_RESET_ON_FORK"
+                 and getattr(os, name) == policy), str(policy))
 
 
 def _layer_cost_keeps_c_profiler(answer) -> str | None:
@@ -4490,7 +4547,8 @@ def _layer_cost_differing(before: dict, after: dict) -> str | None:
     return ", ".join(f"{name} changed" + (f" ({before[name]} to {after[name]})" if name in (
         "garbage collection", "the collector's thresholds", "torch's threads", "the process's priority (os.nice)",
         "the interpreter's thread switch interval (sys.setswitchinterval)",
-        "the CPUs the process may run on (os.sched_setaffinity)") else "") for name in names) or None
+        "the CPUs the process may run on (os.sched_setaffinity)",
+        "the levels of log messages switched off (logging.disable)") else "") for name in names) or None
 
 
 def _layer_cost_settings_changed(answer, first: dict) -> str | None:
@@ -4499,6 +4557,7 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
     call, torch's threads and the process's priority).
     (timeit turns the collector off while it times.)"""
     import gc
+    import logging
     import os
     import sys
 
@@ -4514,6 +4573,8 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
     if len(cpus) > 1:  # and runs on one CPU of the machine's (taskset, a job scheduler's CPU set)
         os.sched_setaffinity(0, {min(cpus)})
     _set_hooks(_hook, _hook, _hook, _hook)  # and runs under a debugger, coverage or a profiler
+    logged = logging.root.manager.disable
+    logging.disable(logging.INFO)  # and switched its INFO messages off
     try:
         before = {**_layer_cost_settings(), **first}  # as the check's first call found them
         timer = FakeTimer(0.4, seed=11)
@@ -4521,12 +4582,13 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
         changed = _layer_cost_differing(before, _layer_cost_settings())
     finally:
         _set_hooks(None, None, None, None)
+        logging.disable(logged)
         _layer_cost_restore(thresholds, first["torch's threads"], before)
         if len(cpus) > 1:
             os.sched_setaffinity(0, cpus)
     if changed:
         return (f"{changed}, for a caller that had turned garbage collection off, set thresholds of its own, runs on "
-                "one CPU and under a debugger (trace and profile functions set)")
+                "one CPU and under a debugger (trace and profile functions set), with INFO log messages switched off")
     # A timer that raises at the third round: an operator that fails, then Ctrl-C (KeyboardInterrupt, which is no
     # Exception: an `except Exception` that restores lets it by, settings changed).
     for error, what in ((RuntimeError("the timed call failed"), "a timer raised (its call failed)"),

@@ -9,11 +9,11 @@ two float64, two int64, two int32, two int16 and two complex64 ones, which autoc
 float64 one; a float32 activation and a float8 weight; one call its kernel refuses, one on inputs that require grad and
 one on a float32 parameter), once after it, in a second region after writing into a float32 weight and into the
 parameter (under no_grad, as an optimizer step does), in a third and a fourth after writes through `.data` (the fourth
-while an earlier output is kept), in a region of float16, in one without autocast's cast cache, under a
-TorchDispatchMode entered then, in twenty regions on new inputs (nothing of them kept once the caller drops them), and
-after `lib` is destroyed and register() given a new Library (a test's fixture, a plugin reloaded); it records the dtypes
-its CPU kernel receives, compares the results and the gradients, and the thread's dispatch state and autocast's settings
-before and after each call.
+while an earlier output is kept), in a region of float16, in one without autocast's cast cache, in one under
+torch.no_grad() (an evaluation loop: no graph recorded), under a TorchDispatchMode entered then, in twenty regions on
+new inputs (nothing of them kept once the caller drops them), and after `lib` is destroyed and register() given a new
+Library (a test's fixture, a plugin reloaded); it records the dtypes its CPU kernel receives, compares the results and
+the gradients, and the thread's dispatch state and autocast's settings before and after each call.
 """
 
 import torch

@@ -88,6 +88,8 @@ _BACKEND_SELECT = ("lesson 00, section 2: what BackendSelect does for a call wit
 _BACKEND_SELECT_TENSORS = ("lesson 00, section 2: which keyset a BackendSelect kernel hands the call on with when the "
                            "operator takes tensors too.")
 _UNDEFINED = "lesson 00, 'Underneath trace.call': where a call goes when its keyset runs out."
+_VMAP_KERNEL = ("lesson 00, 'Underneath trace.call' and its 'What just happened': the kernels that end a walk, one at "
+                "FuncTorchDynamicLayerFrontMode included.")
 _PYTHON_DISPATCHER = ("lesson 00, 'Underneath trace.call' and its 'What just happened': the one key the mask of the "
                       "keys below a key always keeps.")
 
@@ -286,6 +288,8 @@ def _walk_end(steps) -> str:
     last = [step for step in steps if step.status == "kernel"][-1]
     if last.entry.kind == "math kernel":
         return _MATH_KERNEL
+    if last.key == "BackendSelect":  # its kernel refuses the arguments
+        return _BACKEND_SELECT
     return f"lesson 00, 'Underneath trace.call': where the walk ends, at {last.key!r}: which keys are backend keys?"
 
 
@@ -403,6 +407,29 @@ def walk(path: Path) -> Result:
                              f"\"{named}\") (asked, not called)", torch.ops.aten.zeros.default, ([2],),
                              where_to_look=_BACKEND_SELECT, kwargs={"device": named})).passed:
         return result
+    # c10::computeDispatchKey gives MAIA, FPGA and Vulkan a dense key only: a quantized dtype there is dense, and a
+    # sparse layout is refused by BackendSelect's kernel itself. A renamed PrivateUse1 has them all. Kernels at those
+    # keys (a vendor's, never called here) make the walk's end show which key the call reaches.
+    vendor = torch.library.Library("aten", "IMPL")
+    try:
+        for key in ("MAIA", "FPGA", "Vulkan", "QuantizedPrivateUse1"):
+            vendor.impl("empty.memory_format", lambda *args, **kwargs: None, key)
+        for device_type, kwargs in [*((d, {"dtype": torch.qint8}) for d in ("maia", "fpga", "vulkan", named)),
+                                    *((d, {"layout": torch.sparse_coo}) for d in ("maia", "fpga", "vulkan"))]:
+            asked = ", ".join(f"{name}={value}" for name, value in kwargs.items())
+            if not (result := walked(f"aten::empty.memory_format([2], {asked}, device=\"{device_type}\") (asked, not "
+                                     "called), with a kernel at MAIA, FPGA, Vulkan and QuantizedPrivateUse1",
+                                     torch.ops.aten.empty.memory_format, ([2],), where_to_look=_BACKEND_SELECT,
+                                     kwargs={**kwargs, "device": device_type})).passed:
+                return result
+    finally:
+        vendor._destroy()
+    from torch._functorch.vmap import vmap_increment_nesting
+
+    if not (result := walked("aten::linear(a, w) inside a level of torch.func.vmap", torch.ops.aten.linear.default,
+                             (torch.randn(2, 3), torch.randn(4, 3)), lambda: vmap_increment_nesting(2, "error"),
+                             _VMAP_KERNEL)).passed:
+        return result
     # Asking is not calling: a walk reads the tables, and leaves the arguments as they were.
     x, y = torch.ones(3), torch.ones(3)
     kernels(torch.ops.aten.add_.Tensor, x, y)
@@ -411,7 +438,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 16} calls walked as the dispatcher walks them, three of them again after "
+    return Result(True, f"all {len(cases) + 24} calls walked as the dispatcher walks them, three of them again after "
                         "a registration changed; none of them made")
 
 
@@ -935,7 +962,8 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
             (channels_last, tensor(2, f64)),
             (tensor(1, f64), tensor(3, f32)),  # one element, yet a dimension: its dtype weighs as much as b's
             (tensor((1, 2, 1, 2, 1), f32), tensor((2, 1, 1, 1, 2), f32)),  # ranks 5 and 5: an output of rank 10
-            (tensor((2, 1, 1, 2, 1, 3), f32), tensor((1, 2, 1, 1, 2), f64))]  # 6 and 5: rank 11, past any fixed 10
+            (tensor((2, 1, 1, 2, 1, 3), f32), tensor((1, 2, 1, 1, 2), f64)),  # 6 and 5: rank 11, past any fixed 10
+            (tensor((), f32), channels_last), (tensor((), f64), tensor((4, 3), f32).t())]  # a 0-d a before a laid-out b
 
 
 def _outer_high_ranks() -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -3219,7 +3247,9 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
                 "an Autocast kernel hands on; section 6: gradients under autocast)")
     if out.grad_fn is None:
         return (f"{where}: the output has no grad_fn: the call skipped autograd. Casting is the Autocast kernel's job; "
-                "the layers below it must still run (lesson 05, section 2)")
+                "the layers below it must still run (lesson 05, section 2). (The check's first call ran under "
+                "torch.inference_mode(), which excludes autograd's keys on the thread: a thread state kept from an "
+                "earlier call is that call's, not this one's.)")
     if received != [[want] * len(inputs)]:
         shown = "; then ".join(_sum_squares_dtypes(d, len(xs)) for d in received) or "nothing"
         problem = f"{where}: given {given}, the layers below autocast received {shown}"
@@ -3351,6 +3381,15 @@ def autocast_guard(path: Path) -> Result:
                                     setup_context=_sum_squares_setup, lib=library)
     op = _watching_dispatch_state(torch.ops.exercise05.sum_squares.default,
                                   "lesson 05, section 4: the guard, and how long what it changes lasts.")
+    # The process's first call under torch.inference_mode() (a warm-up, a validation pass before training): the thread's
+    # state that call had is that call's, not the next one's. Its result, or error, is not checked here.
+    try:
+        with torch.inference_mode(), torch.autocast("cpu"):
+            op([torch.ones(3, dtype=_BF16)], None)
+    except _StateLeft as left:
+        return Result(False, f"the check's first call, inside torch.inference_mode() and autocast (a warm-up): {left}")
+    except RuntimeError:
+        pass
     checks_of_gradients = []  # run after the region (lesson 05, section 6)
     with torch.autocast("cpu"):
         for call in _SUM_SQUARES_IN_REGION:
@@ -5286,6 +5325,10 @@ def _stable_add_refused() -> list[tuple]:
         ("two int8 tensors", torch.ones(3, 4, dtype=torch.int8), torch.ones(3, 4, dtype=torch.int8)),
         *[(f"two {str(dtype).removeprefix('torch.')} tensors (unsigned, as wide as a dtype add.cpp takes)",
            torch.ones(3, 4, dtype=dtype), torch.ones(3, 4, dtype=dtype)) for dtype in (torch.uint32, torch.uint64)],
+        # With no elements (a batch with no rows): the CPU kernel checks before it computes, so it refuses them too.
+        ("an empty float32 `self` and an empty float64 `other`, both [0, 3]", torch.ones(0, 3),
+         torch.ones(0, 3, dtype=torch.float64)),
+        ("an empty `self` of shape [0, 3] and an empty `other` of shape [0, 4]", torch.ones(0, 3), torch.ones(0, 4)),
     ]
 
 
@@ -5661,6 +5704,10 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             to(row[None]).expand(4, 5), to(columns).t(), to(torch.empty(0))),
         "two transposed 4 x 5 views into an `out` that is a view at offset 3 of 30 elements (resized where it is, "
         "laid out as the product)": lambda to: (to(columns).t(), to(columns * 3).t(), to(torch.zeros(30))[3:]),
+        "two contiguous 1 x 3 x 4 x 5 tensors into a channels_last 1 x 3 x 2 x 2 `out` (aten lays out an `out` it "
+        "resizes by the inputs, not by the `out` it was)": lambda to: (
+            to(images[:1].contiguous()), to(images[1:].contiguous()),
+            to(torch.zeros(1, 3, 2, 2).contiguous(memory_format=torch.channels_last))),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
@@ -5687,6 +5734,9 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "[1, 5])": (None, lambda to: ((same := to(row)), to(row[None] * 2), same)),
         "an int64 product into a bool `out`": (None, lambda to: (
             to(torch.arange(6)), to(torch.arange(6)), to(torch.zeros(6, dtype=torch.bool)))),
+        "a 0-dim meta tensor as `other` (a scalar of another device than the CPU: as a CUDA scalar beside the device's "
+        "tensors reaches this kernel, whose key outranks CUDA's)": (
+            "other", lambda to: (to(x), torch.tensor(3.0, device="meta"), to(z))),
         "a float32 self times a complex64 other into a float32 `out`": (None, lambda to: (
             to(torch.ones(6)), to(torch.full((6,), 1j)), to(torch.zeros(6)))),
     }
@@ -5726,10 +5776,10 @@ def _mul_out_problems() -> list[str]:
         return f"on {case}: your kernel raised {type(error).__name__}: {str(error).splitlines()[0][:160]}"
 
     def snapshot(tensors):  # each argument as the CPU sees it now, once per tensor object (out may be self)
-        return [(t.shape, t.stride(), t.cpu().clone()) for t in tensors]
+        return [(t.shape, t.stride(), None if t.is_meta else t.cpu().clone()) for t in tensors]  # meta: no values
 
     def unchanged(before, tensors):
-        return all((t.shape, t.stride()) == (shape, strides) and torch.equal(t.cpu(), values)
+        return all((t.shape, t.stride()) == (shape, strides) and (values is None or torch.equal(t.cpu(), values))
                    for (shape, strides, values), t in zip(before, tensors))
 
     strided_other = ("out holds the wrong values, though they were right with contiguous arguments: `other` is a "
@@ -5797,8 +5847,8 @@ def _mul_out_problems() -> list[str]:
                 elif out.stride() != want.stride() and resized:
                     problems.append(f"on {case}: out holds the product, with strides {list(out.stride())} where aten's "
                                     f"has {list(want.stride())}: aten lays out an `out` it resizes as it lays out the "
-                                    "product, by the inputs' strides (channels_last, transposed or expanded inputs, a "
-                                    "channels_last `out`)")
+                                    "product, by the inputs' strides (channels_last, transposed or expanded inputs), "
+                                    "whatever out's own were")
                 elif out.stride() != want.stride():
                     problems.append(f"on {case}: out holds the product, with strides {list(out.stride())} where aten's "
                                     f"has {list(want.stride())}: out's memory is written as it is laid out")
@@ -6825,6 +6875,17 @@ def dynamic_fake(path: Path) -> Result:
                                      f"returning 10 * the first count + the second: {got.item():g} where eager gives "
                                      f"{want.item():g}: the two calls' counts are two sizes, even on one tensor "
                                      f"(something kept between calls?){hint}")
+
+            def two_rows(x):  # two views of one tensor: one storage, one shape, one stride, other elements
+                return torch.tensor(op(x[0]).shape[0] * 10 + op(x[1]).shape[0])
+
+            x = torch.tensor([[1.0, 2.0, 3.0], [-1.0, 2.0, -3.0]])
+            doing = "torch.compile of positives(x[0]) and positives(x[1])"
+            if not torch.equal(got := torch.compile(two_rows, backend="aot_eager", fullgraph=True)(x), two_rows(x)):
+                return Result(False, f"torch.compile of positives(x[0]) and positives(x[1]), returning 10 * the first "
+                                     f"count + the second: {got.item():g} where eager gives {two_rows(x).item():g}: "
+                                     f"two views of one tensor (one storage, one shape, other elements) have two "
+                                     f"counts (something kept between calls?){hint}")
         except Exception as error:  # noqa: BLE001 - export and compile wrap whatever the fake kernel raised
             cause = _innermost(error)
             said = str(cause).strip().splitlines()[0][:240]

@@ -272,7 +272,14 @@ def predict(op, *args, **kwargs) -> list[Step]:
         steps.append(step)
         remaining = remaining & keys_after(key)
         if name == "BackendSelect" and step.status == "kernel":
-            remaining = _backend_selected(op, keys, args, kwargs) & keys_after(key)
+            selected = _backend_selected(op, keys, args, kwargs)
+            ended = selected is None  # the kernel itself refuses the arguments: nothing below it runs
+            remaining = (selected or EMPTY_KEYSET) & keys_after(key)
+        elif name == "FuncTorchDynamicLayerFrontMode" and step.status == "kernel" and entry.kind == "kernel":
+            # A kernel of the operator's own there, not functorch's fallback: one of functorch's "hacks"
+            # (aten/src/ATen/functorch/PyTorchOperatorHacks.cpp: linear, the dropouts), which compute the operator
+            # from others inside a transform, and never hand it on.
+            ended = True
         elif name == "Python" and step.status == "kernel":
             step.handled_by, below = _python_handler(op, args, kwargs)
             ended = below is None
@@ -348,27 +355,40 @@ def dispatch_key(name: str) -> C.DispatchKey:
     return key if key is not None else getattr(C.DispatchKey, name)
 
 
-def _backend_selected(op, keys: Keyset, args, kwargs) -> C.DispatchKeySet:
+# c10::computeDispatchKey (c10/core/TensorOptions.h) gives a quantized, a sparse and a sparse compressed key only to the
+# devices with a key of every per-backend functionality (C10_FORALL_BACKEND_DEVICE_TYPES,
+# torch/headeronly/core/DeviceType.h); FPGA, MAIA and Vulkan have a dense key only.
+PER_BACKEND_KEYS = ("CPU", "CUDA", "HIP", "XLA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "Meta", "MTIA", "PrivateUse1")
+
+
+def _backend_selected(op, keys: Keyset, args, kwargs) -> C.DispatchKeySet | None:
     """The keyset a BackendSelect kernel hands the call on with. Such kernels exist for operators that take a device,
     layout and dtype (factory functions: torch.empty, torch.ones): the kernel computes the backend key from those
     arguments, c10::computeDispatchKey in c10/core/TensorOptions.h (CPU where no device is given:
     torch.set_default_device sets the argument of torch's Python functions, such as torch.empty, not this default; a
-    quantized dtype on a strided layout: the device's Quantized key), and redispatches with that key alone, or, where
-    the operator also takes tensors, with their keys and the thread's include set too, less its exclude set
-    (torchgen/gen.py, ComputeBackendSelect)."""
+    quantized dtype on a strided layout: the device's Quantized key, where it has one), and redispatches with that key
+    alone, or, where the operator also takes tensors, with their keys and the thread's include set too, less its
+    exclude set (torchgen/gen.py, ComputeBackendSelect). None where computeDispatchKey refuses the arguments (a sparse
+    layout on MAIA, any layout on the mkldnn device type): the BackendSelect kernel raises, and nothing below it runs."""
     schema = op._schema if not isinstance(op, str) else C._get_schema(*(op_name(op).split(".") + [""])[:2])
     given = {argument.name: value for argument, value in zip(schema.arguments, args)} | kwargs
     device = torch.device(given.get("device") or "cpu")
     layout = given.get("layout") or torch.strided
-    backend = C._dispatch_key_for_device(device.type)  # CPU, CUDA, Meta, PrivateUse1, ...
+    try:
+        backend = C._dispatch_key_for_device(device.type)  # CPU, CUDA, Meta, PrivateUse1, ...
+    except (RuntimeError, NotImplementedError):  # computeDispatchKey's own refusal (mkldnn, opengl, ...)
+        return None
+    per_backend = backend in PER_BACKEND_KEYS
     if layout == torch.sparse_coo:
-        backend = f"Sparse{backend}"
+        backend = f"Sparse{backend}" if per_backend else None
     elif layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
-        backend = f"SparseCsr{backend}"
+        backend = f"SparseCsr{backend}" if per_backend else None
     elif layout == torch._mkldnn:
-        backend = "MkldnnCPU"
-    elif given.get("dtype") in QUANTIZED_DTYPES:  # c10's isQIntType
+        backend = "MkldnnCPU" if backend == "CPU" else None
+    elif given.get("dtype") in QUANTIZED_DTYPES and per_backend:  # c10's isQIntType; strided and jagged layouts
         backend = f"Quantized{backend}"
+    if backend is None:
+        return None
     selected = C.DispatchKeySet(dispatch_key(backend))
     if keys.from_tensors == EMPTY_KEYSET:
         return selected

@@ -182,7 +182,9 @@ def test_a_quantized_factory_call_on_meta_is_predicted_at_quantized_meta():
 
 @pytest.mark.parametrize("layout, dtype, device, backend", [
     (torch.strided, None, "meta", "Meta"), (torch.sparse_coo, None, "meta", "SparseMeta"),
-    (torch.strided, torch.qint8, "cpu", "QuantizedCPU"), (torch._mkldnn, None, "cpu", "MkldnnCPU")])
+    (torch.strided, torch.qint8, "cpu", "QuantizedCPU"), (torch._mkldnn, None, "cpu", "MkldnnCPU"),
+    # c10::computeDispatchKey gives MAIA, FPGA and Vulkan no Quantized key: a quantized factory there is dense.
+    (torch.strided, torch.qint8, "maia", "MAIA"), (torch.strided, torch.qint8, "fpga", "FPGA")])
 def test_a_factory_call_goes_from_backend_select_to_the_backend_of_its_arguments(layout, dtype, device, backend):
     # A kernel of ours at that backend, for one of aten's factory functions: it runs only if BackendSelect's kernel
     # hands the call on to the backend the device, layout and dtype arguments name.
@@ -199,6 +201,38 @@ def test_a_factory_call_goes_from_backend_select_to_the_backend_of_its_arguments
         assert t.predicted_path == ["BackendSelect", backend] and ran == [backend], t
     finally:
         library._destroy()
+
+
+@pytest.mark.parametrize("layout, device", [(torch.sparse_coo, "maia"), (torch.sparse_coo, "vulkan"),
+                                            (torch.sparse_csr, "fpga"), (torch._mkldnn, "meta")])
+def test_a_factory_call_whose_layout_its_device_lacks_ends_at_backend_select(layout, device):
+    # c10::computeDispatchKey refuses a sparse or mkldnn layout on a device without that key: BackendSelect's kernel
+    # raises, and the walk ends there, with no key below it tried (not even one found missing).
+    steps = trace.predict(torch.ops.aten.zeros.default, [2], layout=layout, device=device)
+    with pytest.raises(NotImplementedError, match="Unsupported device type for"):
+        torch.ops.aten.zeros.default([2], layout=layout, device=device)
+    assert [(step.key, step.status) for step in steps][-1] == ("BackendSelect", "kernel")
+
+
+def test_inside_vmap_a_functorch_hack_kernel_ends_the_walk():
+    # aten::linear has a kernel of its own at FuncTorchDynamicLayerFrontMode (functorch's PyTorchOperatorHacks.cpp),
+    # which computes linear from other operators: linear's own Autograd kernel, below, never runs inside vmap.
+    ran, weight = [], torch.randn(2, 3)
+
+    def autograd_linear(x, w, b=None):
+        ran.append("AutogradCPU")
+        with torch._C._AutoDispatchBelowAutograd():
+            return torch.ops.aten.linear.default(x, w, b)
+
+    def row(x):
+        ran.append(trace.path(trace.predict(torch.ops.aten.linear.default, x, weight)))
+        return torch.ops.aten.linear.default(x, weight)
+
+    with torch.library._scoped_library("aten", "IMPL") as library:
+        library.impl("linear", autograd_linear, "AutogradCPU")
+        torch.ops.aten.linear.default(torch.randn(3), weight)  # outside vmap: it runs
+        torch.func.vmap(row)(torch.randn(4, 3))
+    assert ran == ["AutogradCPU", ["FuncTorchDynamicLayerFrontMode"]]
 
 
 def test_a_factory_call_without_a_device_goes_to_cpu_whatever_python_s_default_device():

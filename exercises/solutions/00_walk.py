@@ -6,20 +6,20 @@ helpers.trace. The check compares your list with the dispatcher's for aten's and
 defined from Python, composite, in-place and view ones, factory functions (given a device, a layout, jagged too, a
 quantized dtype or both, or neither) and an operator with no tensor argument at all (under the Python dispatcher too)
 included, on CPU, meta (and factories for every device type torch names: CUDA, XPU, MPS, HPU, MTIA, XLA, Lazy, MAIA,
-IPU, VE, HIP, FPGA, Vulkan and PrivateUse1, under its own name and the name an out-of-tree backend gives it with
-torch.utils.rename_privateuse1_backend, as lesson 09 does), sparse (COO and CSR) and conjugated complex tensors, mixed
-ones, lists and tuples of them and tensors given by keyword (not numbers given for a Tensor argument, which the call
-wraps in a tensor of its own; a tensor given for an int argument brings no keys), inside torch.no_grad(),
-torch.inference_mode(), torch.autocast("cpu"), torch.device("meta") and after torch.set_default_device("meta"), a
-TorchDispatchMode that hands each call on (what a mode such as FakeTensorMode does with a call is its own Python code:
-lesson 10), torch._C._AutoDispatchBelowADInplaceOrView(), Meta in the thread's include set
-(torch._C._IncludeDispatchKeyGuard, as FakeTensorMode runs a kernel; a factory too), a level of torch.func.vmap (as
-torch.func's transforms enter) and torch's Python dispatcher (torch._dispatch.python.enable_python_dispatcher(), as
-torch.compile's tracing enters: its key is listed once, at the top), each alone, and for three calls made again after a
-registration changed their operators (one of them aten's; one after a library was destroyed and another registered).
-Asking must not make the call. (Autocast inside a mode or a vmap level is not asked: there, autocast's kernel calls the
-operator anew, and the keys above it run a second time, lesson 00, section 4; a walk down one keyset, as
-trace.predict's, lists them once.)
+IPU, VE, HIP, FPGA, Vulkan (with a vendor's kernel at some of their keys) and PrivateUse1, under its own name and the
+name an out-of-tree backend gives it with torch.utils.rename_privateuse1_backend, as lesson 09 does), sparse (COO and
+CSR) and conjugated complex tensors, mixed ones, lists and tuples of them and tensors given by keyword (not numbers
+given for a Tensor argument, which the call wraps in a tensor of its own; a tensor given for an int argument brings no
+keys), inside torch.no_grad(), torch.inference_mode(), torch.autocast("cpu"), torch.device("meta") and after
+torch.set_default_device("meta"), a TorchDispatchMode that hands each call on (what a mode such as FakeTensorMode does
+with a call is its own Python code: lesson 10), torch._C._AutoDispatchBelowADInplaceOrView(), Meta in the thread's
+include set (torch._C._IncludeDispatchKeyGuard, as FakeTensorMode runs a kernel; a factory too), a level of
+torch.func.vmap (as torch.func's transforms enter; aten::linear too) and torch's Python dispatcher
+(torch._dispatch.python.enable_python_dispatcher(), as torch.compile's tracing enters: its key is listed once, at the
+top), each alone, and for three calls made again after a registration changed their operators (one of them aten's; one
+after a library was destroyed and another registered). Asking must not make the call. (Autocast inside a mode or a vmap
+level is not asked: there, autocast's kernel calls the operator anew, and the keys above it run a second time, lesson
+00, section 4; a walk down one keyset, as trace.predict's, lists them once.)
 """
 
 import torch
@@ -40,20 +40,32 @@ def is_backend(key) -> bool:
             or C._dispatch_key_name(key) in ("FPGA", "Vulkan", "Metal", "MkldnnCPU"))
 
 
-def backend_selected(op, args, kwargs, from_tensors) -> "C.DispatchKeySet":
+# The devices with a key of every per-backend functionality (C10_FORALL_BACKEND_DEVICE_TYPES,
+# torch/headeronly/core/DeviceType.h): only these have Quantized, Sparse and SparseCsr keys.
+PER_BACKEND = ("CPU", "CUDA", "HIP", "XLA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "Meta", "MTIA", "PrivateUse1")
+
+
+def backend_selected(op, args, kwargs, from_tensors) -> "C.DispatchKeySet | None":
     """What a BackendSelect kernel hands the call on with: the backend key of the device, layout and dtype arguments
     (CPU where no device is given; c10::computeDispatchKey), with the tensors' keys where there are any
-    (torchgen/gen.py, ComputeBackendSelect)."""
+    (torchgen/gen.py, ComputeBackendSelect). None where computeDispatchKey refuses them: the kernel raises."""
     given = {**dict(zip((argument.name for argument in op._schema.arguments), args)), **kwargs}
     device = torch.device(given.get("device") or "cpu")
     backend = C._dispatch_key_for_device(device.type)
     layout = given.get("layout") or torch.strided
     if layout == torch.jagged:  # c10::computeDispatchKey takes a jagged layout as a strided one: the dense key
         layout = torch.strided
-    if layout != torch.strided:
-        backend = {torch.sparse_coo: "Sparse", torch._mkldnn: "Mkldnn"}.get(layout, "SparseCsr") + backend
+    if layout == torch._mkldnn:
+        if backend != "CPU":
+            return None
+        backend = "MkldnnCPU"
+    elif layout != torch.strided:
+        if backend not in PER_BACKEND:  # a sparse layout on MAIA, FPGA or Vulkan: no such key
+            return None
+        backend = ("Sparse" if layout == torch.sparse_coo else "SparseCsr") + backend
     elif given.get("dtype") in (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4):
-        backend = "Quantized" + backend  # a quantized dtype: the device's Quantized key
+        if backend in PER_BACKEND:  # MAIA, FPGA and Vulkan have no Quantized key: their dense one
+            backend = "Quantized" + backend  # a quantized dtype: the device's Quantized key
     # torch._C parses MkldnnCPU but not QuantizedMeta; its enum has QuantizedMeta but not MkldnnCPU.
     key = C._parse_dispatch_key(backend)
     selected = C.DispatchKeySet(key if key is not None else getattr(C.DispatchKey, backend))
@@ -91,8 +103,12 @@ def kernels(op, *args, **kwargs) -> list[str]:
                 break
             if name in math_kernels:  # it calls other operators, each with a walk of its own
                 break
+            if name == "FuncTorchDynamicLayerFrontMode" and row.endswith("[kernel]"):  # functorch computes the
+                break  # operator from others there, inside vmap (not its fallback, which hands the call on)
             if name == "BackendSelect":  # a factory's: it picks the backend and hands the call on to it
                 keyset = backend_selected(op, args, kwargs, from_tensors)
+                if keyset is None:  # its kernel refuses the arguments: no kernel below it runs
+                    break
         if name not in listed:  # no entry: the dispatcher raises "could not run" here
             break
         # On to the keys below. The mask keeps PythonDispatcher (torch.compile's tracing), which every redispatch goes

@@ -7,14 +7,15 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
 - write self * other into `out` itself (its own memory, whatever its strides) and return `out`; `self` and `other`
   broadcast (empty ones too), and `out` may be `self` or `other` itself; an `out` of another shape (an empty one, one
   with as many elements, or a larger one the product could be broadcast into) is resized to the product's shape where it
-  is (a view into a larger buffer keeps its offset), and laid out as aten lays out the product (by the inputs' strides:
-  channels_last, transposed or expanded inputs; a channels_last `out`), unless it is `self` or `other` itself, which
-  aten refuses to resize (to another shape, even of as many elements);
+  is (a view into a larger buffer keeps its offset), and laid out as aten lays out the product (by the inputs' strides,
+  whatever out's own were: channels_last, transposed or expanded inputs; a channels_last `out` of another shape), unless
+  it is `self` or `other` itself, which aten refuses to resize (to another shape, even of as many elements);
 - compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a
   RuntimeError, a product that `out`'s dtype cannot hold (a float product into an integer `out`);
 - accept a 0-dim CPU tensor as `self` or `other` (a scalar), and a Python number (x.mul_(2) and torch.mul(x, 2.5,
-  out=out) hand the kernel one), and refuse any other CPU tensor, `out` included, with a RuntimeError that names the
-  argument;
+  out=out) hand the kernel one), and refuse any other tensor not on the device (a CPU tensor, `out` included; a 0-dim
+  tensor of another device: a CUDA scalar beside the device's tensors comes here, since PrivateUse1 outranks CUDA), with
+  a RuntimeError that names the argument;
 - leave every argument as it was when it refuses a call, and leave `self` and `other` as they were, unless one of
   them is `out`.
 The check calls it on each of these cases, compares with aten's own mul on the CPU, calls it again after an argument
@@ -28,10 +29,15 @@ import torch
 
 def mul_out(self, other, *, out):
     # Every check before anything is written: a refused call leaves its arguments as they were.
+    on_the_device = torch.device("privateuseone").type  # PrivateUse1's name: "workbook" once lesson 09 renamed it
     for name, tensor in (("self", self), ("other", other), ("out", out)):
         # A Python number (x.mul_(2) hands the kernel one) and a 0-dim CPU self or other are scalars.
         if isinstance(tensor, torch.Tensor) and tensor.is_cpu and (name == "out" or tensor.dim() > 0):
             raise RuntimeError(f"mul.out: `{name}` is on the CPU; every tensor argument must be on the device")
+        # Another device's tensor, 0-dim too: a CUDA scalar beside the device's tensors comes here (PrivateUse1
+        # outranks CUDA).
+        if isinstance(tensor, torch.Tensor) and not tensor.is_cpu and tensor.device.type != on_the_device:
+            raise RuntimeError(f"mul.out: `{name}` is on {tensor.device}; every tensor argument must be on the device")
     computed_in = torch.result_type(self, other)
     if not torch.can_cast(computed_in, out.dtype):
         raise RuntimeError(f"mul.out: the product's type {computed_in} can't be cast to `out`'s {out.dtype}")

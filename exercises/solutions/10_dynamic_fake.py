@@ -14,9 +14,9 @@ element included), your kernel on fake tensors with symbolic sizes (the guards i
 tensors of another device, on a fake x whose own size is unknown while tracing (positives of positives' output), and on
 plain meta tensors (no fake mode: it refuses there, as x[x > 0] does), an export with a Dim (then run on more rows, and
 more positive elements, than its example had), and compiles (dynamic and static sizes; inputs with no, one and only
-positive elements, tens of thousands of them, transposed, expanded and 3-D ones; two calls in one trace; a plain
-torch.compile, without fullgraph, which breaks the graph where no size can be left unknown) of functions that call the
-operator.
+positive elements, tens of thousands of them, transposed, expanded and 3-D ones; two calls in one trace, on one x and on
+two views of one x; a plain torch.compile, without fullgraph, which breaks the graph where no size can be left unknown)
+of functions that call the operator.
 """
 
 import torch

@@ -15,8 +15,8 @@ measurement leaves the process's settings (garbage collection: on or off, its th
 frozen objects; torch's threads; Python's, numpy's and torch's random numbers, CUDA's seeds included; the process's
 priority and scheduling policy; the interpreter's thread switch interval, trace and profile functions (cProfile's too);
 the CPUs the process may run on; whether denormal numbers flush to zero; cuDNN's flags, deterministic algorithms,
-float32 matmul precision, anomaly detection; the warning filters, the levels of log messages switched off) as it found
-them, for the threads started while it times too, and when a timer raises.
+float32 matmul precision, anomaly detection; the warning filters, the levels of log messages switched off; Python's
+memory tracing, tracemalloc) as it found them, for the threads started while it times too, and when a timer raises.
 """
 
 import statistics

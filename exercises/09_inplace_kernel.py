@@ -11,7 +11,8 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
   whatever out's own were: channels_last, transposed or expanded inputs; a channels_last `out` of another shape), unless
   it is `self` or `other` itself, which aten refuses to resize (to another shape, even of as many elements);
 - compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a
-  RuntimeError, a product that `out`'s dtype cannot hold (a float product into an integer `out`);
+  RuntimeError, a product that `out`'s dtype cannot hold, by its dtype, whatever its values (a float product into an
+  integer `out`, whole numbers too);
 - accept a 0-dim CPU tensor as `self` or `other` (a scalar), and a Python number (x.mul_(2) and torch.mul(x, 2.5,
   out=out) hand the kernel one), and refuse any other tensor not on the device (a CPU tensor, `out` included; a 0-dim
   tensor of another device: a CUDA scalar beside the device's tensors comes here, since PrivateUse1 outranks CUDA), with

@@ -290,6 +290,8 @@ def _walk_end(steps) -> str:
         return _MATH_KERNEL
     if last.key == "BackendSelect":  # its kernel refuses the arguments
         return _BACKEND_SELECT
+    if last.key == "FuncTorchDynamicLayerFrontMode":
+        return _VMAP_KERNEL
     return f"lesson 00, 'Underneath trace.call': where the walk ends, at {last.key!r}: which keys are backend keys?"
 
 
@@ -393,6 +395,26 @@ def walk(path: Path) -> Result:
             return result
     finally:
         aten._destroy()
+    # A backend fallback registered (a vendor's library loaded): it changes every operator's computed table, while
+    # no operator's own registrations change.
+    with operator("nudged(Tensor x) -> Tensor", lambda t: t + 1):
+        nudged = torch.ops.exercise.nudged.default
+
+        def vendor_key_included():  # as a vendor's code includes its key for a region
+            return torch._C._IncludeDispatchKeyGuard(torch._C.DispatchKey.PrivateUse1)
+
+        if not (result := walked("exercise::nudged(x), PrivateUse1 in the thread's include set", nudged, (x,),
+                                 vendor_key_included, changed)).passed:
+            return result
+        vendor = torch.library.Library("_", "IMPL")
+        vendor.fallback(lambda *args, **kwargs: None, "PrivateUse1")
+        try:
+            if not (result := walked("exercise::nudged(x), PrivateUse1 in the thread's include set, called again after "
+                                     "a library registered a backend fallback at PrivateUse1 (for every operator)",
+                                     nudged, (x,), vendor_key_included, changed)).passed:
+                return result
+        finally:
+            vendor._destroy()
     # Every other device type torch names: each has a key of its own, whatever kernels this build has there.
     for device_type in ("maia", "ipu", "ve", "hip", "fpga", "vulkan"):
         if not (result := walked(f"aten::empty.memory_format([2], device=\"{device_type}\") (asked, not called)",
@@ -426,10 +448,13 @@ def walk(path: Path) -> Result:
         vendor._destroy()
     from torch._functorch.vmap import vmap_increment_nesting
 
-    if not (result := walked("aten::linear(a, w) inside a level of torch.func.vmap", torch.ops.aten.linear.default,
-                             (torch.randn(2, 3), torch.randn(4, 3)), lambda: vmap_increment_nesting(2, "error"),
-                             _VMAP_KERNEL)).passed:
-        return result
+    for what, op, args in [("aten::linear(a, w)", torch.ops.aten.linear.default, (torch.randn(2, 3), torch.randn(4, 3))),
+                           ("aten::binary_cross_entropy_with_logits(a, t)",
+                            torch.ops.aten.binary_cross_entropy_with_logits.default,
+                            (torch.randn(2, 3), torch.rand(2, 3)))]:
+        if not (result := walked(f"{what} inside a level of torch.func.vmap", op, args,
+                                 lambda: vmap_increment_nesting(2, "error"), _VMAP_KERNEL)).passed:
+            return result
     # Asking is not calling: a walk reads the tables, and leaves the arguments as they were.
     x, y = torch.ones(3), torch.ones(3)
     kernels(torch.ops.aten.add_.Tensor, x, y)
@@ -438,7 +463,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 24} calls walked as the dispatcher walks them, three of them again after "
+    return Result(True, f"all {len(cases) + 27} calls walked as the dispatcher walks them, four of them again after "
                         "a registration changed; none of them made")
 
 
@@ -724,21 +749,23 @@ def _softplus2_tangent(op) -> list[str]:
     carries its tangent through torch's operations: softplus2's is sigmoid(2x) times x's."""
     from torch.autograd import forward_ad
 
-    x = torch.tensor([-1.0, 0.0, 0.5, 2.0], dtype=torch.float64)
-    tangent_of_x = torch.tensor([1.0, 2.0, -1.0, 0.5], dtype=torch.float64)
-    what = (f"a dual tensor x = {x.tolist()} of tangent {tangent_of_x.tolist()} (forward-mode AD: torch.func.jvp, "
-            "jacfwd; a dual tensor does not require grad)")
-    try:
-        with forward_ad.dual_level():
-            tangent = forward_ad.unpack_dual(op(forward_ad.make_dual(x, tangent_of_x))).tangent
-    except (NotImplementedError, RuntimeError) as error:
-        return [f"{what}: {type(error).__name__}: {str(error).splitlines()[0][:200]}"]
-    if tangent is not None and torch.allclose(tangent.double(), torch.sigmoid(2 * x) * tangent_of_x):
-        return []
-    shown = "none" if tangent is None else [round(value, 4) for value in tangent.tolist()]
-    return [f"{what}: the output's tangent is {shown}, not the derivative times x's tangent. The kernel's operations "
-            "did not carry x's tangent: a kernel made of torch operations, at the right key, is differentiable in "
-            "forward mode too, whatever requires_grad says"]
+    for x, tangent_of_x in [(torch.tensor([-1.0, 0.0, 0.5, 2.0], dtype=torch.float64),
+                             torch.tensor([1.0, 2.0, -1.0, 0.5], dtype=torch.float64)),
+                            (torch.tensor(0.3, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64))]:  # 0-d
+        what = (f"a dual tensor x = {x.tolist()} of tangent {tangent_of_x.tolist()} (forward-mode AD: torch.func.jvp, "
+                "jacfwd; a dual tensor does not require grad)")
+        try:
+            with forward_ad.dual_level():
+                tangent = forward_ad.unpack_dual(op(forward_ad.make_dual(x, tangent_of_x))).tangent
+        except (NotImplementedError, RuntimeError) as error:
+            return [f"{what}: {type(error).__name__}: {str(error).splitlines()[0][:200]}"]
+        if tangent is not None and torch.allclose(tangent.double(), torch.sigmoid(2 * x) * tangent_of_x):
+            continue
+        shown = "none" if tangent is None else [round(value, 4) for value in tangent.reshape(-1).tolist()]
+        return [f"{what}: the output's tangent is {shown}, not the derivative times x's tangent. The kernel's "
+                "operations did not carry x's tangent: a kernel made of torch operations, at the right key, is "
+                "differentiable in forward mode too, whatever requires_grad says"]
+    return []
 
 
 def _softplus2_on_fake_tensors(op) -> list[str]:
@@ -843,6 +870,7 @@ def composite_key(path: Path) -> Result:
                                  ("meta tensors (what torch.compile and torch.export trace with)",
                                   torch.empty(3, device="meta"), nullcontext),
                                  ("an empty meta tensor", torch.empty(0, 2, device="meta"), nullcontext),
+                                 ("a 0-d meta tensor", torch.empty((), device="meta"), nullcontext),
                                  ("inside torch.inference_mode()", torch.randn(3), torch.inference_mode)]:
             given = x.clone()
             before = _process_state()
@@ -1142,15 +1170,26 @@ def meta_kernel(path: Path) -> Result:
                              f"specialized to it ({_SYMBOLS})")
     if problem := _outer_unbacked(outer) or _outer_in_threads(outer):
         return Result(False, problem)
-    try:  # a backend outer has no kernel for: the call is refused, not answered by a kernel that computes nothing
-        outer(torch.ones(2).to_sparse(), torch.ones(2))
-    except (NotImplementedError, RuntimeError):
-        pass
-    else:
-        return Result(False, "on a sparse CPU tensor, which no kernel of outer's computes for, the call returned a "
-                             "tensor, one that holds no product: your kernel answers for backends beyond Meta (a "
-                             "registration at a key that stands for several?). A Meta kernel is registered at Meta "
-                             "(lesson 02, section 2)")
+    # Backends outer has no kernel for: the call is refused, not answered by a kernel that computes nothing. (CUDA's
+    # and others', read from the table: no GPU here.)
+    others = [("a sparse CPU tensor", lambda: torch.ones(2).to_sparse()),
+              ("a sparse CSR CPU tensor", lambda: torch.ones(2, 2).to_sparse_csr())]
+    if torch.backends.mkldnn.is_available():
+        others.append(("an mkldnn CPU tensor", lambda: torch.ones(2).to_mkldnn()))
+    for what, make in others:
+        try:
+            outer(make(), make())
+        except (NotImplementedError, RuntimeError):
+            continue
+        return Result(False, f"on {what}, which no kernel of outer's computes for, the call returned a tensor, one "
+                             "that holds no product: your kernel answers for backends beyond Meta (a registration at a "
+                             "key that stands for several?). A Meta kernel is registered at Meta (lesson 02, section 2)")
+    if filled := [key for key in ("CUDA", "XPU", "MPS", "HIP", "PrivateUse1")
+                  if torch._C._dispatch_has_kernel_for_dispatch_key("exercise02::outer", key)]:
+        return Result(False, f"outer's dispatch table has a kernel at {filled[0]}, where it has none to compute with: "
+                             "your kernel answers for backends beyond Meta (a registration at a key that stands for "
+                             "several?), and a call on those tensors returns a tensor that holds no product. A Meta "
+                             "kernel is registered at Meta (lesson 02, section 2)")
     return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
                         "its refusals, one compile for three sizes, a size no trace knows, and four threads at once")
 
@@ -1885,6 +1924,28 @@ def _subclass_tangent_passed_on(op, given: list) -> str | None:
     if not (type(tangent) is TwoTensor and torch.equal(tangent.a, torch.full((3,), 10.0))
             and torch.equal(tangent.b, torch.full((3,), 14.0))):
         return f"{what}: the output's tangent is {tangent!r}, where 2 * the tangent is TwoTensor([10...], [14...])"
+    return None
+
+
+def _tangent_recorded(op) -> str | None:
+    """scale2 of a dual tensor whose tangent requires grad (it depends on w: reverse over forward, a loss built on a
+    directional derivative): the output's tangent is 2 * it, recorded by autograd, or forward mode is refused."""
+    import torch.autograd.forward_ad as forward_ad
+
+    w = torch.tensor(3.0, requires_grad=True)
+    with forward_ad.dual_level():
+        try:
+            tangent = forward_ad.unpack_dual(op(forward_ad.make_dual(torch.ones(3), torch.ones(3) * w))).tangent
+        except (RuntimeError, NotImplementedError):  # refused: no forward-mode formula
+            return None
+    what = ("on a dual tensor whose tangent requires grad (ones * w, w a parameter: reverse mode over forward mode, as "
+            "a loss built on a directional derivative needs)")
+    if tangent is None or not tangent.requires_grad:
+        return (f"{what}, the output's tangent does not require grad: it was computed where autograd does not record "
+                "(below the guard, or under no_grad), so a loss built on it gets no gradient through it")
+    (grad,) = torch.autograd.grad(tangent.sum(), w)
+    if grad.item() != 6.0:
+        return f"{what}: d(sum of the output's tangent)/dw is {grad.item():g}, where 2 * 3 ones give 6"
     return None
 
 
@@ -2786,9 +2847,9 @@ def redispatch(path: Path) -> Result:
         if told := _subclass_passed_on(lambda x: op(x), given, "scale2"):
             return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
         try:
-            told = _subclass_tangent_passed_on(op, given)
+            told = _subclass_tangent_passed_on(op, given) or _tangent_recorded(op)
         except _StateLeft as left:
-            told = f"on a dual tensor whose tangent is a tensor subclass (TwoTensor): {left}"
+            told = f"on a dual tensor whose tangent is a tensor subclass (TwoTensor), or requires grad: {left}"
         if told:
             return Result(False, f"{told}.\nLook again at {tangents}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
@@ -2989,7 +3050,9 @@ def register_autocast(path: Path) -> Result:
                        or call("inside autocast", activation.to(torch.complex64), weight.to(torch.complex64),
                                torch.complex64)
                        or refused("inside autocast")
-                       or mixed_refused("inside autocast", activation, weight.double()))
+                       or mixed_refused("inside autocast", activation, weight.double())
+                       or call("inside autocast, an empty float32 activation (0 x 3: no proposals found, an empty "
+                               "last batch)", torch.randn(0, 3), weight, torch.bfloat16))
             with_grad_out = None if problem else op(*with_grad)
         problem = problem or gradient(*with_grad, with_grad_out)
         problem = problem or call("after the autocast region", activation, weight32, torch.float32)
@@ -4317,6 +4380,7 @@ def _layer_cost_settings() -> dict:
     import os
     import sys
     import threading
+    import tracemalloc
 
     return {"garbage collection": "on" if gc.isenabled() else "off", "the collector's thresholds": gc.get_threshold(),
             "the collector's callbacks (gc.callbacks) and debug flags (gc.set_debug)": (list(gc.callbacks),
@@ -4334,6 +4398,8 @@ def _layer_cost_settings() -> dict:
             "the process's scheduling policy (os.sched_setscheduler)": (
                 os.sched_getscheduler(0) if hasattr(os, "sched_getscheduler") else None),
             "the levels of log messages switched off (logging.disable)": logging.root.manager.disable,
+            "Python's memory tracing (tracemalloc: on or off, frames per traceback)": (
+                tracemalloc.is_tracing(), tracemalloc.get_traceback_limit()),
             "the CPUs the process may run on (os.sched_setaffinity)": (
                 os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None),
             "whether denormal numbers flush to zero (torch.set_flush_denormal)": _flushes_denormals(),
@@ -4599,6 +4665,7 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
     import logging
     import os
     import sys
+    import tracemalloc
 
     _watching_cuda_seeds()
     gc.freeze()  # a caller that froze its objects (a server before it forks): they stay frozen
@@ -4614,20 +4681,27 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
     _set_hooks(_hook, _hook, _hook, _hook)  # and runs under a debugger, coverage or a profiler
     logged = logging.root.manager.disable
     logging.disable(logging.INFO)  # and switched its INFO messages off
+    tracemalloc.start(25)  # and traces its memory (hunting a leak: python -X tracemalloc=25)
+    traced = bytearray(1 << 12)  # an allocation traced before the measurement
     try:
         before = {**_layer_cost_settings(), **first}  # as the check's first call found them
         timer = FakeTimer(0.4, seed=11)
         answer(timer.with_layer, timer.without, rounds=15)
         changed = _layer_cost_differing(before, _layer_cost_settings())
+        if not changed and tracemalloc.get_object_traceback(traced) is None:
+            changed = ("Python's memory tracing (tracemalloc) lost what it had traced before the measurement (stopped "
+                       "and started again?)")
     finally:
         _set_hooks(None, None, None, None)
         logging.disable(logged)
+        tracemalloc.stop()
         _layer_cost_restore(thresholds, first["torch's threads"], before)
         if len(cpus) > 1:
             os.sched_setaffinity(0, cpus)
     if changed:
         return (f"{changed}, for a caller that had turned garbage collection off, set thresholds of its own, runs on "
-                "one CPU and under a debugger (trace and profile functions set), with INFO log messages switched off")
+                "one CPU and under a debugger (trace and profile functions set), with INFO log messages switched off, "
+                "tracing its memory (tracemalloc, 25 frames)")
     # A timer that raises at the third round: an operator that fails, then Ctrl-C (KeyboardInterrupt, which is no
     # Exception: an `except Exception` that restores lets it by, settings changed).
     for error, what in ((RuntimeError("the timed call failed"), "a timer raised (its call failed)"),
@@ -4914,10 +4988,14 @@ def load_before_aoti(path: Path) -> Result:
             torch.set_num_threads(max(2, torch.get_num_threads()))  # two at least: a run() that sets one shows
             answer = types.ModuleType("answer")  # from the file's text, as toolkit.load_python loads it
             answer.__file__ = {str(path)!r}
-            threads = torch.get_num_threads()
+            def process_state():  # threads, inter-op threads, whether denormal numbers flush to zero (no getter)
+                return [torch.get_num_threads(), torch.get_num_interop_threads(),
+                        (torch.tensor([1e-40]) * 1.0).item() == 0.0]
+
+            found = process_state()
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
-            print("IMPORTED", json.dumps({{"threads": [threads, torch.get_num_threads()]}}))
+            print("IMPORTED", json.dumps({{"state": [found, process_state()]}}))
             for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
                 print("CALLING", n)
                 threads = torch.get_num_threads()
@@ -5231,11 +5309,15 @@ def load_before_aoti(path: Path) -> Result:
         why = ("run() dropped the first file's model when the link stopped leading to it, though the file's own name "
                "still does, and loaded it again. A model goes when no name leads to it.")
         return Result(False, f"{_mapped_more(what, still_named[0]['grew'], why)}{hint}.")
-    if imported and imported[0]["threads"][0] != imported[0]["threads"][1]:
-        return Result(False, f"in the fresh Python, importing your file set the process's number of threads from "
-                             f"{imported[0]['threads'][0]} to {imported[0]['threads'][1]}: a server that imports it "
-                             "runs all its other torch work so. What a call needs, it sets around the call, and sets "
-                             f"back (lesson 00, section 2).{hint}.")
+    if imported and imported[0]["state"][0] != imported[0]["state"][1]:
+        setting, before, after = next(
+            (setting, before, after) for setting, before, after in zip(
+                ("number of threads (torch.set_num_threads)", "number of inter-op threads (torch.set_num_interop_threads"
+                 ", which cannot be set again once work ran)", "flushing of denormal numbers to zero "
+                 "(torch.set_flush_denormal)"), *imported[0]["state"]) if before != after)
+        return Result(False, f"in the fresh Python, importing your file set the process's {setting} from {before} to "
+                             f"{after}: a server that imports it runs all its other torch work so. What a call needs, "
+                             f"it sets around the call, and sets back (lesson 00, section 2).{hint}.")
     if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
         return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:
@@ -5734,6 +5816,11 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "[1, 5])": (None, lambda to: ((same := to(row)), to(row[None] * 2), same)),
         "an int64 product into a bool `out`": (None, lambda to: (
             to(torch.arange(6)), to(torch.arange(6)), to(torch.zeros(6, dtype=torch.bool)))),
+        # Values the `out` could hold: aten refuses by dtype, whatever the values (the next batch's may not fit).
+        "a float32 product of whole numbers (0, 2, 4, 6) into an int64 `out`": (None, lambda to: (
+            to(torch.arange(4.0)), to(torch.full((4,), 2.0)), to(torch.zeros(4, dtype=torch.int64)))),
+        "an int64 product of 0s and 1s into a bool `out`": (None, lambda to: (
+            to(torch.tensor([0, 1, 1, 0])), to(torch.tensor([1, 1, 0, 0])), to(torch.zeros(4, dtype=torch.bool)))),
         "a 0-dim meta tensor as `other` (a scalar of another device than the CPU: as a CUDA scalar beside the device's "
         "tensors reaches this kernel, whose key outranks CUDA's)": (
             "other", lambda to: (to(x), torch.tensor(3.0, device="meta"), to(z))),

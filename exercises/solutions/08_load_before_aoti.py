@@ -14,11 +14,12 @@ two more: a server may hold more models than a cache is sized for), after each o
 in turn, and after each of four deployed by flipping a link to them (current -> the release, run() given
 current/model.pt2), then on a file and a link to it, the link flipped to another release; it checks each output (a
 tensor the caller can use as any other), the refusals, that grad mode and the number of threads are as they were after
-each call (and after your file is imported), that the calls do not grow the models the process keeps loaded (a model
-that no name the caller gives leads to any more, an old release behind a flipped link, is dropped by the next call on
-that name at the latest), nor load a file's model again while the file is unchanged (after a request the package
-refused, or given by another name: a symbolic or a hard link to it; a model's library stays mapped after the model is
-dropped), and that nothing was loaded from the workbook's build folder.
+each call (and after your file is imported, the inter-op threads and whether denormal numbers flush to zero too), that
+the calls do not grow the models the process keeps loaded (a model that no name the caller gives leads to any more, an
+old release behind a flipped link, is dropped by the next call on that name at the latest), nor load a file's model
+again while the file is unchanged (after a request the package refused, or given by another name: a symbolic or a hard
+link to it; a model's library stays mapped after the model is dropped), and that nothing was loaded from the workbook's
+build folder.
 """
 
 import hashlib

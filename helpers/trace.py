@@ -224,7 +224,12 @@ def short_name(op) -> str:
     return op_name(op).split("::")[-1].split(".")[0]
 
 
-_ENTRY = re.compile(r"^(\w+): (fallthrough )?registered at (.*) \[(.+)\]$")
+# "registered at file:line", or "registered by RegisterOperators" for the legacy C++ API (torch's own _test:: ops).
+_ENTRY = re.compile(r"^(\w+): (fallthrough )?registered (?:at|by) (.*) \[(.+)\]$")
+# The kinds of entry a composite alias key fills: the kernel calls other operators, each with a walk of its own, and
+# never hands the call on (CompositeImplicitAutograd, ...NestedTensor, FuncTorchBatchedDecomposition;
+# aten/src/ATen/core/dispatch/OperatorEntry.cpp, computeDispatchTableEntryWithDebug).
+DECOMPOSITIONS = ("math kernel", "nested kernel", "batched kernel")
 
 
 def dispatch_table(op) -> dict[str, Entry]:
@@ -268,7 +273,7 @@ def predict(op, *args, **kwargs) -> list[Step]:
         elif entry.fallthrough:
             step.status = "fallthrough"
         else:
-            ended = is_backend_key(name) or entry.kind == "math kernel"
+            ended = is_backend_key(name) or entry.kind in DECOMPOSITIONS
         steps.append(step)
         remaining = remaining & keys_after(key)
         if name == "BackendSelect" and step.status == "kernel":

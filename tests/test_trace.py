@@ -387,3 +387,45 @@ def test_a_tensor_given_for_an_int_argument_brings_no_keys():
         predicted = trace.path(trace.predict(torch.ops.trace_test.pick.default, x, index))
         torch.ops.trace_test.pick.default(x, index)
     assert predicted == ran == ["CPU"]
+
+
+def _refusing(ran: list, key: str):
+    """A kernel that notes it was reached and stops the call there."""
+    def kernel(*args, **kwargs):
+        ran.append(key)
+        raise RuntimeError(f"reached {key}")
+    return kernel
+
+
+def test_a_nested_decomposition_ends_the_walk():
+    # CompositeImplicitAutogradNestedTensor fills AutogradNestedTensor ("nested kernel"): reshape of a nested tensor is
+    # computed from other operators there, and the AutogradCPU key, also in a nested tensor's keyset, is never reached.
+    ran, nested = [], torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(2, 3)], layout=torch.strided)
+    with torch.library._scoped_library("aten", "IMPL") as library:
+        library.impl("reshape", _refusing(ran, "AutogradCPU"), "AutogradCPU")
+        predicted = trace.path(trace.predict(torch.ops.aten.reshape.default, nested, [2, 6]))
+        torch.ops.aten.reshape.default(nested, [2, 6])
+    assert predicted == ["AutogradNestedTensor"] and ran == []
+
+
+def test_a_batched_decomposition_ends_the_walk():
+    # FuncTorchBatchedDecomposition fills FuncTorchBatched ("batched kernel"): inside vmap, flatten of a batched tensor
+    # is computed from other operators there, and its AutogradCPU entry is never reached.
+    ran, predicted = [], []
+
+    def flat(t):
+        predicted.append(trace.path(trace.predict(torch.ops.aten.flatten.using_ints, t, 0, -1)))
+        return torch.ops.aten.flatten.using_ints(t, 0, -1)
+
+    with torch.library._scoped_library("aten", "IMPL") as library:
+        library.impl("flatten.using_ints", _refusing(ran, "AutogradCPU"), "AutogradCPU")
+        torch.func.vmap(flat)(torch.randn(3, 2, 2))
+    assert predicted == [["FuncTorchDynamicLayerFrontMode", "FuncTorchBatched"]] and ran == []
+
+
+def test_a_kernel_registered_through_the_legacy_api_is_read():
+    # torch::RegisterOperators' rows say "registered by RegisterOperators" (torch's own _test:: operators): a math kernel
+    # at AutogradCPU here, which the call runs.
+    x = torch.randn(3)
+    assert trace.path(trace.predict(torch.ops._test.cat.default, [x, x])) == ["AutogradCPU"]
+    assert torch.equal(torch.ops._test.cat.default([x, x]), torch.cat([x, x]))

@@ -93,7 +93,10 @@ def kernels(op, *args, **kwargs) -> list[str]:
     keyset = (keyset | C._dispatch_tls_local_include_set()) - C._dispatch_tls_local_exclude_set()
     table = C._dispatch_dump_table(name_of(op)).splitlines()
     listed = {line.split(":")[0] for line in table}  # keys with an entry
-    math_kernels = {line.split(":")[0] for line in table if line.endswith("[math kernel]")}
+    # What composite alias keys fill (CompositeImplicitAutograd, ...NestedTensor, FuncTorchBatchedDecomposition):
+    # kernels that call other operators.
+    math_kernels = {line.split(":")[0] for line in table
+                    if line.endswith(("[math kernel]", "[nested kernel]", "[batched kernel]"))}
     path = []
     while (key := keyset.highestPriorityTypeId()) != C.DispatchKey.Undefined:
         name = C._dispatch_key_name(key)

@@ -7,12 +7,13 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
 - write self * other into `out` itself (its own memory, whatever its strides) and return `out`; `self` and `other`
   broadcast (empty ones too), and `out` may be `self` or `other` itself; an `out` of another shape (an empty one, one
   with as many elements, or a larger one the product could be broadcast into) is resized to the product's shape where it
-  is (a view into a larger buffer keeps its offset), and laid out as aten lays out the product (by the inputs' strides,
-  whatever out's own were: channels_last, transposed or expanded inputs; a channels_last `out` of another shape), unless
-  it is `self` or `other` itself, which aten refuses to resize (to another shape, even of as many elements);
+  is (a view into a larger buffer keeps its offset, one of the buffer `self` is in too), and laid out as aten lays out
+  the product (by the inputs' strides, whatever out's own were: channels_last, transposed or expanded inputs; a
+  channels_last `out` of another shape), unless it is `self` or `other` itself, which aten refuses to resize (to another
+  shape, even of as many elements);
 - compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a
   RuntimeError, a product that `out`'s dtype cannot hold, by its dtype, whatever its values (a float product into an
-  integer `out`, whole numbers too);
+  integer `out`, whole numbers too, an empty product too);
 - accept a 0-dim CPU tensor as `self` or `other` (a scalar), and a Python number (x.mul_(2) and torch.mul(x, 2.5,
   out=out) hand the kernel one), and refuse any other tensor not on the device (a CPU tensor, `out` included; a 0-dim
   tensor of another device: a CUDA scalar beside the device's tensors comes here, since PrivateUse1 outranks CUDA), with

@@ -286,7 +286,7 @@ def _walk_end(steps) -> str:
     if any(step.status == "missing" for step in steps):
         return _NO_ENTRY
     last = [step for step in steps if step.status == "kernel"][-1]
-    if last.entry.kind == "math kernel":
+    if last.entry.kind in trace.DECOMPOSITIONS:  # CompositeImplicitAutograd's, and its nested and batched variants
         return _MATH_KERNEL
     if last.key == "BackendSelect":  # its kernel refuses the arguments
         return _BACKEND_SELECT
@@ -361,6 +361,21 @@ def walk(path: Path) -> Result:
                                  "\"There were no tensor arguments\")", torch.ops.exercise.answer_cpu.default, (41,),
                                  where_to_look=_UNDEFINED)).passed:
             return result
+    with operator("spread(Tensor x) -> Tensor", lambda t: t + 1, key="CompositeExplicitAutograd") as library:
+        library.impl("spread", torch.library.fallthrough_kernel, "CPU")  # a backend's fallthrough over it
+        if not (result := walked("exercise::spread(x): a CompositeExplicitAutograd kernel, and a fallthrough at CPU",
+                                 torch.ops.exercise.spread.default, (x,), where_to_look=_UNDEFINED)).passed:
+            return result
+    batched = []
+
+    def in_vmap(t):  # t is the batched tensor vmap hands the function
+        batched.append(walked("aten::flatten.using_ints(t, 0, -1) on the batched tensor vmap hands a function",
+                              torch.ops.aten.flatten.using_ints, (t, 0, -1), where_to_look=_MATH_KERNEL))
+        return t
+
+    torch.func.vmap(in_vmap)(torch.randn(3, 2, 2))
+    if not batched[0].passed:
+        return batched[0]
     with operator("shifted(Tensor x) -> Tensor", lambda t: t + 1) as library:
         op = torch.ops.exercise.shifted.default
         if not (result := walked("exercise::shifted(x), a CPU kernel only", op, (x,), where_to_look=changed)).passed:
@@ -472,7 +487,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 27} calls walked as the dispatcher walks them, four of them again after "
+    return Result(True, f"all {len(cases) + 29} calls walked as the dispatcher walks them, four of them again after "
                         "a registration changed; none of them made")
 
 
@@ -4027,6 +4042,23 @@ def vmap_rule(path: Path) -> Result:
                 return Result(False, f"with {case}: right result, but after the call {changed}: your rule changed "
                                      "the caller's thread, and every later call on it (the training step after the "
                                      "vmap) runs so. A rule leaves the thread as it found it (lesson 06, section 6)")
+        # x batched and requiring grad (per-example losses, a model's outputs): the kernel's result keeps its graph, as
+        # the fallback loop's does (rowdot's Python kernel is made of torch operations, which record).
+        xs, y = torch.randn(4, 5, 6, requires_grad=True), torch.randn(5, 6)
+        fallback_mode = torch._C._get_autograd_fallback_mode()
+        torch._C._set_autograd_fallback_mode("nothing")  # no warning for a kernel with no autograd formula
+        try:
+            out = torch.vmap(torch.ops.exercise.rowdot, in_dims=(0, None))(xs, y)
+        finally:
+            torch._C._set_autograd_fallback_mode(fallback_mode)
+        if not out.requires_grad:
+            return Result(False, "with x batched and requiring grad (per-example losses): the result does not require "
+                                 "grad, where the loop of calls vmap's fallback makes keeps its graph: the rule ran "
+                                 "the kernel where autograd does not record, so backward through the vmapped call "
+                                 "stops there (lesson 06, section 6)")
+        if not torch.allclose(torch.autograd.grad(out.sum(), xs)[0], y.expand(4, 5, 6)):
+            return Result(False, "with x batched and requiring grad: the gradient of the result's sum with respect to "
+                                 "x is not y, row by row")
         # vmap of vmap (examples of examples: per-sample gradients of a batch of models, say): the rule runs at each
         # level, the inner one's result batched at the outer level.
         xs, ys = torch.randn(3, 4, 5, 6), torch.randn(3, 4, 5, 6)
@@ -4284,6 +4316,14 @@ def _records_graph_after_changes(answer) -> list[str]:
             wrong.append("inside a dual level, a buffer asked about, then written in place with a dual tensor "
                          "(buffer.copy_(dual): it has a tangent now), asked again (torch.sin records its tangent; "
                          "your answer: False)")
+    with forward_ad.dual_level():  # asked in one level, then in a new one (numbered as the closed one was)
+        e = forward_ad.make_dual(torch.ones(2), torch.ones(2))
+        answer(e)
+    with forward_ad.dual_level():
+        if answer(e):
+            wrong.append("a tensor asked about inside a dual level, then again inside a new dual level opened after "
+                         "the first closed (it has no tangent in the new one; torch.sin records nothing; your answer: "
+                         "True)")
     return wrong
 
 
@@ -4366,7 +4406,10 @@ def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:
         if n % 2 == 0 and any(abs(median - value) < 1e-9 for value in middle):
             return (f"your median, {median:.3f} µs, is one of the two middle differences of {n} rounds: the median of "
                     "an even number of values lies between its two middle ones (torch's median() gives the lower one)")
-        return f"your median, {median:.3f} µs, is not the median of the {n} differences your rounds measured"
+        off = abs(median - statistics.median(ordered))
+        return (f"your median, {median:.3f} µs, is not the median of the {n} differences your rounds measured (off by "
+                f"{off:.2g} µs" + (": the precision of float32, or a rounding, not of Python's floats" if off < 1e-3
+                                   else "") + ")")
     for name, value, (lowest, highest) in [("first", q1, (ordered[low], ordered[high])),
                                           ("third", q3, (ordered[n - 1 - high], ordered[n - 1 - low]))]:
         if not lowest - 1e-9 <= value <= highest + 1e-9:
@@ -4440,6 +4483,8 @@ def _layer_cost_settings() -> dict:
             "the levels of log messages switched off (logging.disable)": logging.root.manager.disable,
             "Python's memory tracing (tracemalloc: on or off, frames per traceback)": (
                 tracemalloc.is_tracing(), tracemalloc.get_traceback_limit()),
+            "Python's standard output and error streams (sys.stdout, sys.stderr)": (id(sys.stdout), id(sys.stderr)),
+            "torch's default dtype (torch.set_default_dtype)": torch.get_default_dtype(),
             "the CPUs the process may run on (os.sched_setaffinity)": (
                 os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None),
             "whether denormal numbers flush to zero (torch.set_flush_denormal)": _flushes_denormals(),
@@ -4897,12 +4942,13 @@ def layer_cost(path: Path) -> Result:
         cudnn = torch.backends.cudnn
         return cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32
 
-    callers_cudnn = cudnn_flags()
+    callers_cudnn, callers_dtype = cudnn_flags(), torch.get_default_dtype()
 
     def in_the_region(time):  # 5 µs more where the call runs otherwise than the caller makes it
         return lambda: time() + (0.0 if torch.is_autocast_enabled("cpu") and torch.is_grad_enabled()
                                  and not torch.is_inference_mode_enabled() and torch.is_anomaly_enabled()
-                                 and cudnn_flags() == callers_cudnn else 5.0)
+                                 and cudnn_flags() == callers_cudnn and torch.get_default_dtype() == callers_dtype
+                                 else 5.0)
 
     with torch.autocast("cpu"), torch.autograd.set_detect_anomaly(True):  # a caller debugging its NaNs
         measured = answer(in_the_region(timer.with_layer), timer.without, rounds=15)
@@ -4910,7 +4956,7 @@ def layer_cost(path: Path) -> Result:
         return Result(False, f"called inside an autocast region with anomaly detection on, with a timer whose call "
                              f"runs differently outside them: you report {_shown(measured)}, where the layer costs "
                              "0.40 µs: the timers ran where the caller's state (the region, grad mode, anomaly "
-                             "detection, cuDNN's flags, guards) is not, in another "
+                             "detection, cuDNN's flags, the default dtype, guards) is not, in another "
                              "thread, or with a setting changed? "
                              "A timer times a call as the caller would make it, on the caller's thread")
     changed = _layer_cost_settings_changed(answer, first)
@@ -5054,16 +5100,22 @@ def load_before_aoti(path: Path) -> Result:
             torch.set_num_threads(torch.get_num_threads() + 1)  # a server that sizes its pool after the imports
             for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
                 print("CALLING", n)
-                threads = torch.get_num_threads()
+                threads, state, random_state = torch.get_num_threads(), process_state(), torch.get_rng_state()
                 out = answer.run(model_pt2, x)
                 same = [isinstance(out, torch.Tensor) and out.shape == output.shape and torch.allclose(out, output,
                         atol=1e-6) for output in outputs]
                 called = {{"n": n, "same": same, "grad_mode": torch.is_grad_enabled(),
                           "inference": isinstance(out, torch.Tensor) and out.is_inference(),
-                          "threads": [threads, torch.get_num_threads()]}}
+                          "threads": [threads, torch.get_num_threads()], "state": [state, process_state()],
+                          "random": bool(torch.equal(random_state, torch.get_rng_state()))}}
                 print("CALLED", json.dumps(called))
                 stop_unless(same[n] and called["grad_mode"] and not called["inference"]
-                            and threads == torch.get_num_threads())
+                            and threads == torch.get_num_threads() and state == process_state() and called["random"])
+                # Its rows in reverse order: as many elements, the same sum, another input (each row's output its own)
+                flipped = answer.run(model_pt2, x.flip(0))
+                print("FLIPPED", json.dumps({{"n": n, "same": (same := bool(torch.allclose(flipped, outputs[n].flip(0),
+                                                                                         atol=1e-6)))}}))
+                stop_unless(same)
             # A release deployed over the file of the last call, as a deployment replaces model.pt2 in place.
             (first, x_first, outputs), (second, _, _) = torch.load({str(Path(elsewhere) / "calls.pt")!r})
             stamp = os.stat(second)
@@ -5242,11 +5294,11 @@ def load_before_aoti(path: Path) -> Result:
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, no_grad, mapped, after_refusals,
-     another_name, refilled, still_named, in_turn, releases, linked) = (
+     another_name, refilled, still_named, in_turn, releases, linked, flipped) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "NO GRAD",
                      "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "IN TURN", "RELEASES",
-                     "LINKED"))
+                     "LINKED", "FLIPPED"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -5266,6 +5318,19 @@ def load_before_aoti(path: Path) -> Result:
             return Result(False, f"in the fresh Python, {what} changed the process's number of threads from "
                                  f"{call['threads'][0]} to {call['threads'][1]}: a setting of the whole process, for "
                                  "everything the caller runs after it. run() changes nothing but its output.")
+        if call["state"][0] != call["state"][1] or not call["random"]:
+            settings = ("number of threads", "number of inter-op threads (which cannot be set again once work ran)",
+                        "flushing of denormal numbers to zero (torch.set_flush_denormal)")
+            setting = next((setting for setting, before, after in zip(settings, *call["state"]) if before != after),
+                           "random number generator's state (torch.manual_seed: the caller's own draws repeat)")
+            return Result(False, f"in the fresh Python, {what} changed the process's {setting}: a setting of the "
+                                 "whole process, for everything the caller runs after it. run() changes nothing but "
+                                 "its output.")
+    if wrong := next((call for call in flipped if not call["same"]), None):
+        return Result(False, f"in the fresh Python, run() on {_AOTI_CALLS[wrong['n']]}, then on the same rows in "
+                             "reverse order (another input, with the same sum, shape and dtype): not the model's "
+                             "output for the second input. Something kept from the first call was returned (a result "
+                             f"kept by a summary of the input?). Each call computes its own input's output.{hint}.")
     if redeployed and not redeployed[0]["same"]:
         return Result(False, "in the fresh Python, the first model copied over the second one's model.pt2, the file of "
                              "the last call (a release deployed in place, a file of the same size, given the old "
@@ -5843,6 +5908,9 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             to(row[None]).expand(4, 5), to(columns).t(), to(torch.empty(0))),
         "two transposed 4 x 5 views into an `out` that is a view at offset 3 of 30 elements (resized where it is, "
         "laid out as the product)": lambda to: (to(columns).t(), to(columns * 3).t(), to(torch.zeros(30))[3:]),
+        "a `self` and an `out` carved from one buffer, apart (self its first 4 elements, out a 2 x 2 view of its "
+        "elements 8 to 11): `out` is not `self`, and is resized where it is": lambda to: (
+            (arena := to(torch.arange(16.0)))[0:4], to(torch.full((4,), 3.0)), arena[8:12].view(2, 2)),
         "two contiguous 1 x 3 x 4 x 5 tensors into a channels_last 1 x 3 x 2 x 2 `out` (aten lays out an `out` it "
         "resizes by the inputs, not by the `out` it was)": lambda to: (
             to(images[:1].contiguous()), to(images[1:].contiguous()),
@@ -5876,6 +5944,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         # Values the `out` could hold: aten refuses by dtype, whatever the values (the next batch's may not fit).
         "a float32 product of whole numbers (0, 2, 4, 6) into an int64 `out`": (None, lambda to: (
             to(torch.arange(4.0)), to(torch.full((4,), 2.0)), to(torch.zeros(4, dtype=torch.int64)))),
+        "an empty 0 x 5 float32 `self` times a row into an int64 `out` (an empty batch: refused by dtype all the "
+        "same)": (None, lambda to: (to(torch.zeros(0, 5)), to(torch.ones(5)), to(torch.zeros(3, dtype=torch.int64)))),
         "an int64 product of 0s and 1s into a bool `out`": (None, lambda to: (
             to(torch.tensor([0, 1, 1, 0])), to(torch.tensor([1, 1, 0, 0])), to(torch.zeros(4, dtype=torch.bool)))),
         "a 0-dim meta tensor as `other` (a scalar of another device than the CPU: as a CUDA scalar beside the device's "

@@ -297,6 +297,7 @@ def _walk_end(steps) -> str:
 
 @exercise("00.walk", "hard")
 def walk(path: Path) -> Result:
+    import gc
     from contextlib import nullcontext
 
     build.load_all("schemas", "cpu", "meta")
@@ -416,6 +417,25 @@ def walk(path: Path) -> Result:
             return result
     finally:
         aten._destroy()
+    # A library garbage-collected (a local Library gone out of scope): its kernels go, with no call of _destroy.
+    with operator("dropped(Tensor x) -> Tensor", lambda t: t + 1, key="Meta"):
+        dropped = torch.ops.exercise.dropped.default
+
+        def register_locally():
+            local = torch.library.Library("exercise", "IMPL")
+            local.impl("dropped", lambda t: t + 2, "CPU")
+            return local
+
+        local = register_locally()
+        if not (result := walked("exercise::dropped(x), a CPU kernel in a library of its own", dropped, (x,),
+                                 where_to_look=changed)).passed:
+            return result
+        del local
+        gc.collect()
+        if not (result := walked("exercise::dropped(x), called again after the library of its CPU kernel was "
+                                 "garbage-collected (del, gc.collect(): a local Library gone out of scope)", dropped,
+                                 (x,), where_to_look=changed)).passed:
+            return result
     # A backend fallback registered (a vendor's library loaded): it changes every operator's computed table, while
     # no operator's own registrations change.
     with operator("nudged(Tensor x) -> Tensor", lambda t: t + 1):
@@ -487,7 +507,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 29} calls walked as the dispatcher walks them, four of them again after "
+    return Result(True, f"all {len(cases) + 31} calls walked as the dispatcher walks them, five of them again after "
                         "a registration changed; none of them made")
 
 
@@ -2623,6 +2643,18 @@ def _scale2_saves_nothing(op) -> str | None:
                 "what forward saves)")
     if not torch.equal(grad, torch.full((3,), 6.0)):
         return f"scale2(x), then out.mul_(3) on its output, then backward: x's gradient is {grad.tolist()}, not 6s"
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    w = torch.ones(1000, requires_grad=True)
+    h = w * 3  # an activation: what the caller frees once nothing needs it
+    freed, out = StorageWeakRef(h.untyped_storage()), op(h)
+    del h
+    if not freed.expired():
+        return ("scale2(h), then the caller dropped h while the output lives on (its graph kept for a backward): h's "
+                "memory is still held, where torch's own h * 2 frees it: its backward needs none of h. Yours keeps "
+                "h, or a view or alias of it (saved for backward, or kept on ctx), which it does not need (lesson 04, "
+                "section 1: what forward saves)")
+    del out
     if _outlives_its_last_reference(lambda: op(torch.ones(1000, requires_grad=True))):
         return ("an output of scale2, dropped by the caller, is still alive: something keeps it (the graph, through "
                 "ctx.out = out: out -> grad_fn -> ctx -> out, a cycle only the collector frees; or a cache of "
@@ -4668,12 +4700,25 @@ def _layer_cost_thread_started_meanwhile(answer) -> str | None:
             started[0].start()
         return timer.with_layer()
 
+    # And a thread that runs before the measurement, pinned to one CPU of its own (an OpenMP worker under
+    # GOMP_CPU_AFFINITY, a loader thread): it keeps its CPUs.
+    existing = threading.Thread(target=over.wait, kwargs={"timeout": 60}, daemon=True)
+    existing.start()
+    cpus = sorted(found[0])
+    if len(cpus) > 1:
+        os.sched_setaffinity(existing.native_id, {cpus[-1]})
     try:
         answer(first_call_starts_a_thread, timer.without, rounds=15)
+        pinned = os.sched_getaffinity(existing.native_id)
     finally:
         over.set()
         if started:
             started[0].join(timeout=60)
+        existing.join(timeout=60)
+    if len(cpus) > 1 and pinned != {cpus[-1]}:
+        return (f"a thread that ran before your function, pinned to CPU {cpus[-1]} (an OpenMP worker under "
+                f"GOMP_CPU_AFFINITY, a loader thread), runs on CPUs {sorted(pinned)} after it: what a measurement "
+                "changes for threads it did not start, it sets back to what each of them had")
     if not seen or seen[0] == found:
         return None
     (cpus, priority, policy), (found_cpus, found_priority, found_policy) = seen[0], found
@@ -4944,21 +4989,29 @@ def layer_cost(path: Path) -> Result:
 
     callers_cudnn, callers_dtype = cudnn_flags(), torch.get_default_dtype()
 
+    from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+
+    class Recording(TorchDispatchMode):  # the caller's recorder or logger: a mode that hands each call on
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    recording = Recording()
+
     def in_the_region(time):  # 5 µs more where the call runs otherwise than the caller makes it
         return lambda: time() + (0.0 if torch.is_autocast_enabled("cpu") and torch.is_grad_enabled()
                                  and not torch.is_inference_mode_enabled() and torch.is_anomaly_enabled()
                                  and cudnn_flags() == callers_cudnn and torch.get_default_dtype() == callers_dtype
-                                 else 5.0)
+                                 and recording in _get_current_dispatch_mode_stack() else 5.0)
 
-    with torch.autocast("cpu"), torch.autograd.set_detect_anomaly(True):  # a caller debugging its NaNs
+    with torch.autocast("cpu"), torch.autograd.set_detect_anomaly(True), recording:  # a caller debugging its NaNs
         measured = answer(in_the_region(timer.with_layer), timer.without, rounds=15)
     if not (isinstance(measured, tuple) and abs(measured[0] - 0.4) < 0.1):
         return Result(False, f"called inside an autocast region with anomaly detection on, with a timer whose call "
                              f"runs differently outside them: you report {_shown(measured)}, where the layer costs "
                              "0.40 µs: the timers ran where the caller's state (the region, grad mode, anomaly "
-                             "detection, cuDNN's flags, the default dtype, guards) is not, in another "
-                             "thread, or with a setting changed? "
-                             "A timer times a call as the caller would make it, on the caller's thread")
+                             "detection, cuDNN's flags, the default dtype, a TorchDispatchMode, guards) is not, in "
+                             "another thread, or with a setting changed? A timer times a call as the caller would make "
+                             "it, on the caller's thread")
     changed = _layer_cost_settings_changed(answer, first)
     if changed and changed.startswith(("a timer raised", "a timer was interrupted")):
         return Result(False, changed)
@@ -5059,6 +5112,14 @@ def load_before_aoti(path: Path) -> Result:
             with torch.no_grad():
                 calls.append((str(deployed), x, [model(x) for model, _ in models]))
         torch.save(calls, Path(elsewhere) / "calls.pt")
+        # Each call's input again, its middle row changed (neither the first nor the last), and the models' outputs.
+        middles = []
+        for model_pt2, x, _ in calls:
+            middle = x.clone()
+            middle[1] += 1.0
+            with torch.no_grad():
+                middles.append((middle, [model(middle) for model, _ in models]))
+        torch.save(middles, Path(elsewhere) / "middles.pt")
         # The two files of one time too, as tar, unzip, cp -p and rsync -t deploy them, their metadata changed in one
         # tick of the file system's clock: size, modification and change times alike; only the file (its inode) differs.
         stamp = Path(calls[0][0]).stat().st_mtime_ns
@@ -5089,9 +5150,9 @@ def load_before_aoti(path: Path) -> Result:
             torch.set_num_threads(max(2, torch.get_num_threads()))  # two at least: a run() that sets one shows
             answer = types.ModuleType("answer")  # from the file's text, as toolkit.load_python loads it
             answer.__file__ = {str(path)!r}
-            def process_state():  # threads, inter-op threads, whether denormal numbers flush to zero (no getter)
-                return [torch.get_num_threads(), torch.get_num_interop_threads(),
-                        (torch.tensor([1e-40]) * 1.0).item() == 0.0]
+            def process_state():  # threads, inter-op threads, whether denormal numbers flush to zero (no getter),
+                return [torch.get_num_threads(), torch.get_num_interop_threads(),  # float32 matmul precision
+                        (torch.tensor([1e-40]) * 1.0).item() == 0.0, torch.get_float32_matmul_precision()]
 
             found = process_state()
             with open({str(path)!r}, "rb") as file:
@@ -5111,11 +5172,20 @@ def load_before_aoti(path: Path) -> Result:
                 print("CALLED", json.dumps(called))
                 stop_unless(same[n] and called["grad_mode"] and not called["inference"]
                             and threads == torch.get_num_threads() and state == process_state() and called["random"])
-                # Its rows in reverse order: as many elements, the same sum, another input (each row's output its own)
+                # Its rows in reverse order: as many elements, the same sum, another input (each row's output its own);
+                # then its middle row changed. The caller flushes denormal numbers to zero meanwhile (False where the
+                # CPU cannot).
+                middle, middle_outputs = torch.load({str(Path(elsewhere) / "middles.pt")!r})[n]
+                middle_same = bool(torch.allclose(answer.run(model_pt2, middle), middle_outputs[n], atol=1e-6))
+                answer.run(model_pt2, x)  # x again, then its rows reversed: each right after x itself
+                flushing = torch.set_flush_denormal(True)
                 flipped = answer.run(model_pt2, x.flip(0))
+                kept = not flushing or (torch.tensor([1e-40]) * 1.0).item() == 0.0
+                torch.set_flush_denormal(False)
                 print("FLIPPED", json.dumps({{"n": n, "same": (same := bool(torch.allclose(flipped, outputs[n].flip(0),
-                                                                                         atol=1e-6)))}}))
-                stop_unless(same)
+                                                                                         atol=1e-6))),
+                                             "middle": middle_same, "flushing kept": kept}}))
+                stop_unless(same and middle_same and kept)
             # A release deployed over the file of the last call, as a deployment replaces model.pt2 in place.
             (first, x_first, outputs), (second, _, _) = torch.load({str(Path(elsewhere) / "calls.pt")!r})
             stamp = os.stat(second)
@@ -5320,12 +5390,23 @@ def load_before_aoti(path: Path) -> Result:
                                  "everything the caller runs after it. run() changes nothing but its output.")
         if call["state"][0] != call["state"][1] or not call["random"]:
             settings = ("number of threads", "number of inter-op threads (which cannot be set again once work ran)",
-                        "flushing of denormal numbers to zero (torch.set_flush_denormal)")
+                        "flushing of denormal numbers to zero (torch.set_flush_denormal)",
+                        "float32 matmul precision (torch.set_float32_matmul_precision)")
             setting = next((setting for setting, before, after in zip(settings, *call["state"]) if before != after),
                            "random number generator's state (torch.manual_seed: the caller's own draws repeat)")
             return Result(False, f"in the fresh Python, {what} changed the process's {setting}: a setting of the "
                                  "whole process, for everything the caller runs after it. run() changes nothing but "
                                  "its output.")
+    if wrong := next((call for call in flipped if not call["flushing kept"]), None):
+        return Result(False, f"in the fresh Python, a caller that flushes denormal numbers to zero "
+                             f"(torch.set_flush_denormal(True)) called run() on {_AOTI_CALLS[wrong['n']]}, and found "
+                             "the flushing off after it: run() set the flag back to the default, not to what it found "
+                             f"(torch has no getter for it). run() changes nothing but its output.{hint}.")
+    if wrong := next((call for call in flipped if not call["middle"]), None):
+        return Result(False, f"in the fresh Python, run() on {_AOTI_CALLS[wrong['n']]}, then on the same input with "
+                             "its middle row changed (the first and last rows as they were): not the model's output "
+                             "for the second input. Something kept from an earlier call was returned (a result kept "
+                             f"by a part of the input?). Each call computes its own input's output.{hint}.")
     if wrong := next((call for call in flipped if not call["same"]), None):
         return Result(False, f"in the fresh Python, run() on {_AOTI_CALLS[wrong['n']]}, then on the same rows in "
                              "reverse order (another input, with the same sum, shape and dtype): not the model's "
@@ -5435,8 +5516,9 @@ def load_before_aoti(path: Path) -> Result:
             (setting, before, after) for setting, before, after in zip(
                 ("number of threads (torch.set_num_threads)",
                  "number of inter-op threads (torch.set_num_interop_threads, which cannot be set again once work ran)",
-                 "flushing of denormal numbers to zero "
-                 "(torch.set_flush_denormal)"), *imported[0]["state"]) if before != after)
+                 "flushing of denormal numbers to zero (torch.set_flush_denormal)",
+                 "float32 matmul precision (torch.set_float32_matmul_precision)"), *imported[0]["state"])
+            if before != after)
         return Result(False, f"in the fresh Python, importing your file set the process's {setting} from {before} to "
                              f"{after}: a server that imports it runs all its other torch work so. What a call needs, "
                              f"it sets around the call, and sets back (lesson 00, section 2).{hint}.")
@@ -5884,6 +5966,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
     harder = {
         "a transposed view as `other`": lambda to: (to(x), to(columns).t(), to(z)),
         "two float32 tensors into a float64 `out`": lambda to: (to(x / 3), to(y / 7), to(z.double())),
+        "two float32 tensors whose product is subnormal (1e-20 times 1e-19: aten keeps it, flushes nothing)":
+            lambda to: (to(torch.full((4,), 1e-20)), to(torch.full((4,), 1e-19)), to(torch.zeros(4))),
         "two int64 tensors with values near 2**40": lambda to: (to(large), to(small), to(torch.zeros_like(large))),
         "a float16 self times a float32 other into a float16 `out`": lambda to: (
             to(torch.arange(1000.0, 1020.0).view(4, 5).half()), to(torch.full((4, 5), 1.0003)), to(z.half())),
@@ -6285,6 +6369,10 @@ def _upcast_operators(received: list) -> torch.library.Library:
         refusing("double_sum", x)
         return x.double().sum(0)
 
+    def double_then_add_(x, y):  # writes x, then reads y: where y is x, it reads what it wrote
+        refusing("double_then_add_", x, y)
+        return x.mul_(2).add_(y)
+
     def centre_(mean, x):  # writes `mean`, returns a new tensor, as batch norm writes its running statistics
         refusing("centre_", mean, x)
         mean.copy_(x.mean(0))
@@ -6305,6 +6393,7 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("total(Tensor[] xs) -> Tensor", total, ()),
             ("scale_both_(Tensor(a!) x, Tensor(b!) y, float s) -> ()", scale_both_, ()),
             ("centre_(Tensor(a!) mean, Tensor x) -> Tensor", centre_, ()),
+            ("double_then_add_(Tensor(a!) x, Tensor y) -> Tensor(a!)", double_then_add_, (torch.Tag.inplace,)),
             ("accumulate_(Tensor(a!) acc, Tensor x) -> Tensor(a!)", accumulate_, (torch.Tag.inplace,)),
             ("fill_then_fail_(Tensor(a!) x) -> ()", fill_then_fail_, ()),
             ("fill_then_fail_out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)", fill_then_fail_out, (torch.Tag.out,)),
@@ -6418,6 +6507,8 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          lambda d: ((torch.zeros(5, dtype=d), fresh(x, d)), {}), ops.centre_, same),
         (f"accumulate_(acc, x) with acc in float32 and x in {name}: a float32 argument written, and returned",
          lambda d: ((fresh(x, torch.float32), fresh(x, d)), {}), ops.accumulate_, returns(0)),
+        (f"double_then_add_(x, x) in {name}: x written, and read again as y (the kernel reads what it wrote)",
+         lambda d: (lambda t: ((t, t), {}))(fresh(x, d)), ops.double_then_add_, returns(0)),
         (f"x.sum().item() in {name}: a Python number", lambda d: ((fresh(x, d),), {}), lambda t: t.sum().item(),
          same),
         (f"x.to(dtype=torch.float32) from {name}: the call names its output's dtype",

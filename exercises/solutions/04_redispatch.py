@@ -12,9 +12,9 @@ tensor, which no kernel takes, on a dual tensor (forward-mode AD, inside torch.n
 subclass, and one that requires grad: the right tangent, recorded, the caller's left as it was, or a refusal), on a
 tensor subclass with `__torch_dispatch__` (torch's TwoTensor), and from two threads at once. Each call, the refused one
 too, must leave the thread's dispatch state as it found it, and backward must stay differentiable (create_graph=True),
-leave the gradient it receives as it is, keep nothing it does not need (x and the output may change after the call),
-take a gradient that arrives undefined (a node below that gives none; on meta tensors too) or sparse for a dense x, and
-leave no cycle that keeps the output alive.
+leave the gradient it receives as it is, keep nothing it does not need (x and the output may change after the call, and
+x's memory is freed when the caller drops x), take a gradient that arrives undefined (a node below that gives none; on
+meta tensors too) or sparse for a dense x, and leave no cycle that keeps the output alive.
 """
 
 import torch

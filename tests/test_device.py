@@ -119,6 +119,18 @@ def test_views_share_the_storage_on_the_device():
     assert x.cpu()[0, 3].item() == 7.0
 
 
+@pytest.mark.parametrize("call", [
+    lambda v: v.cpu(), lambda v: v.clone().cpu(), lambda v: v.resolve_conj().resolve_neg().cpu(),
+    lambda v: torch.empty(v.shape, dtype=v.dtype).to(device.NAME).copy_(v).cpu(), lambda v: (v * v).cpu()],
+    ids=["to the CPU", "clone", "resolved", "copy_ into a device tensor", "a product"])
+@pytest.mark.parametrize("view", [lambda x: x.conj(), lambda x: (x * 1j).conj().imag], ids=["conjugate", "negative"])
+def test_conjugate_and_negative_views_are_copied_as_they_read(view, call):
+    # They carry a lazy bit, not new values: a copy resolves it. (Before our copy kernel took the bits, torch's
+    # fallback for those keys resolved the view by a clone, a copy that came back to that fallback: a stack overflow.)
+    x = torch.tensor([1 + 2j, -3j, 0.5 - 1j])
+    torch.testing.assert_close(call(view(x.to(device.NAME))), call(view(x)))
+
+
 def test_in_place_operators_served_by_the_fallback_write_into_their_argument():
     x, y = tensors((4, 5), (4, 5))
     on_device = x.to(device.NAME)

@@ -62,11 +62,16 @@ REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &allocator);
 
 // ---- Kernels -------------------------------------------------------------------------------------------------------
 
-// Our memory is host memory: a CPU tensor over the same bytes lets CPU code read and write it. (A CPU tensor that
-// got here is a 0-dim scalar, which check_on_device lets through: it is used as it is.)
+// Our memory is host memory: a CPU tensor over the same bytes lets CPU code read and write it, with the same lazy
+// conjugate and negative bits (options() carries neither). (A CPU tensor that got here is a 0-dim scalar, which
+// check_on_device lets through: it is used as it is.)
 at::Tensor on_cpu(const at::Tensor& tensor) {
   if (tensor.is_cpu()) return tensor;
-  return at::from_blob(tensor.data_ptr(), tensor.sizes(), tensor.strides(), tensor.options().device(c10::kCPU));
+  at::Tensor cpu =
+      at::from_blob(tensor.data_ptr(), tensor.sizes(), tensor.strides(), tensor.options().device(c10::kCPU));
+  cpu.unsafeGetTensorImpl()->_set_conj(tensor.is_conj());
+  cpu.unsafeGetTensorImpl()->_set_neg(tensor.is_neg());
+  return cpu;
 }
 
 // A CPU result, copied to a new tensor on our device, with the strides aten's CPU kernel chose for it.
@@ -283,6 +288,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mm", mm);
   m.impl("sum", sum);
   m.impl("abs.out", abs_out);  // aten's kernel, our loop (abs_stub)
+}
+
+// A copy from a conjugate or negative view: torch's fallback for those keys would first resolve the view by cloning
+// it, a copy that comes back here, and again, until the stack overflows. Our copy takes the bits as they are (on_cpu
+// keeps them, and the CPU's copy_ resolves them), so the call goes straight on to it.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

@@ -3817,6 +3817,8 @@ def fake_kernel(path: Path) -> Result:
              pair(torch.randn(2, 3, 4, 5, 6).to(memory_format=torch.channels_last_3d)),
              pair(torch.randn(3, 4, dtype=torch.float16), torch.randn(3, 4)),
              pair(torch.arange(6), torch.arange(6, dtype=torch.int32)), pair(torch.tensor(1.5)),
+             # An integer beside a narrow float: the float's dtype, whatever the default dtype is.
+             pair(torch.arange(6), torch.randn(6, dtype=torch.float16)),
              # Of the same size, neither wider: float16 and bfloat16 promote to float32, uint8 and int8 to int16.
              pair(torch.randn(3, 4, dtype=torch.float16), torch.randn(3, 4, dtype=torch.bfloat16)),
              pair(torch.arange(6, dtype=torch.uint8), torch.arange(6, dtype=torch.int8)),
@@ -4884,7 +4886,11 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
     _watching_freezes()
+    imported = _layer_cost_settings()
     answer = load_python(path).layer_cost
+    if changed := _layer_cost_differing(imported, _layer_cost_settings()):
+        return Result(False, f"importing your file changed the process's settings: {changed}. A measurement, and the "
+                             "file that holds it, leave the process as they found it")
     interop = torch.get_num_interop_threads()  # compared at the end: its default follows the CPUs the process may use
     first = {name: value for name, value in _layer_cost_settings().items()  # before the first call, as the caller had
              if name in _LAYER_COST_FIRST}
@@ -4988,6 +4994,7 @@ def layer_cost(path: Path) -> Result:
         return cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32
 
     callers_cudnn, callers_dtype = cudnn_flags(), torch.get_default_dtype()
+    callers_fallback = torch._C._get_autograd_fallback_mode()  # what an operator without autograd kernel costs
 
     from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
@@ -5001,7 +5008,9 @@ def layer_cost(path: Path) -> Result:
         return lambda: time() + (0.0 if torch.is_autocast_enabled("cpu") and torch.is_grad_enabled()
                                  and not torch.is_inference_mode_enabled() and torch.is_anomaly_enabled()
                                  and cudnn_flags() == callers_cudnn and torch.get_default_dtype() == callers_dtype
-                                 and recording in _get_current_dispatch_mode_stack() else 5.0)
+                                 and recording in _get_current_dispatch_mode_stack()
+                                 and torch.is_autocast_cache_enabled() and torch._C._is_torch_function_enabled()
+                                 and torch._C._get_autograd_fallback_mode() == callers_fallback else 5.0)
 
     with torch.autocast("cpu"), torch.autograd.set_detect_anomaly(True), recording:  # a caller debugging its NaNs
         measured = answer(in_the_region(timer.with_layer), timer.without, rounds=15)
@@ -5009,7 +5018,8 @@ def layer_cost(path: Path) -> Result:
         return Result(False, f"called inside an autocast region with anomaly detection on, with a timer whose call "
                              f"runs differently outside them: you report {_shown(measured)}, where the layer costs "
                              "0.40 µs: the timers ran where the caller's state (the region, grad mode, anomaly "
-                             "detection, cuDNN's flags, the default dtype, a TorchDispatchMode, guards) is not, in "
+                             "detection, cuDNN's flags, the default dtype, a TorchDispatchMode, autocast's cast cache, "
+                             "__torch_function__, the autograd fallback's mode, guards) is not, in "
                              "another thread, or with a setting changed? A timer times a call as the caller would make "
                              "it, on the caller's thread")
     changed = _layer_cost_settings_changed(answer, first)
@@ -5151,8 +5161,9 @@ def load_before_aoti(path: Path) -> Result:
             answer = types.ModuleType("answer")  # from the file's text, as toolkit.load_python loads it
             answer.__file__ = {str(path)!r}
             def process_state():  # threads, inter-op threads, whether denormal numbers flush to zero (no getter),
-                return [torch.get_num_threads(), torch.get_num_interop_threads(),  # float32 matmul precision
-                        (torch.tensor([1e-40]) * 1.0).item() == 0.0, torch.get_float32_matmul_precision()]
+                return [torch.get_num_threads(), torch.get_num_interop_threads(),  # float32 matmul precision,
+                        (torch.tensor([1e-40]) * 1.0).item() == 0.0, torch.get_float32_matmul_precision(),
+                        torch.are_deterministic_algorithms_enabled()]  # deterministic algorithms
 
             found = process_state()
             with open({str(path)!r}, "rb") as file:
@@ -5179,9 +5190,12 @@ def load_before_aoti(path: Path) -> Result:
                 middle_same = bool(torch.allclose(answer.run(model_pt2, middle), middle_outputs[n], atol=1e-6))
                 answer.run(model_pt2, x)  # x again, then its rows reversed: each right after x itself
                 flushing = torch.set_flush_denormal(True)
+                torch.set_float32_matmul_precision("high")  # and chose its own matmul precision
                 flipped = answer.run(model_pt2, x.flip(0))
-                kept = not flushing or (torch.tensor([1e-40]) * 1.0).item() == 0.0
+                kept = ((not flushing or (torch.tensor([1e-40]) * 1.0).item() == 0.0)
+                        and torch.get_float32_matmul_precision() == "high")
                 torch.set_flush_denormal(False)
+                torch.set_float32_matmul_precision("highest")
                 print("FLIPPED", json.dumps({{"n": n, "same": (same := bool(torch.allclose(flipped, outputs[n].flip(0),
                                                                                          atol=1e-6))),
                                              "middle": middle_same, "flushing kept": kept}}))
@@ -5337,6 +5351,20 @@ def load_before_aoti(path: Path) -> Result:
             answer.run(flipping, x_first)
             answer.run(model_pt2, x)
             print("STILL NAMED", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
+            # Twenty requests of new inputs, their outputs dropped: what run() keeps of them (a result cache that
+            # never forgets) grows with every request a server serves.
+            import gc
+
+            def tensors_alive():
+                return sum(isinstance(value, torch.Tensor) for value in gc.get_objects())
+
+            gc.collect()
+            alive = tensors_alive()
+            for i in range(20):
+                answer.run(first, torch.full(x_first.shape, float(i)))
+            gc.collect()
+            print("KEPT", json.dumps({{"grew": (grew := tensors_alive() - alive)}}))
+            stop_unless(grew < 10)
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -5364,11 +5392,11 @@ def load_before_aoti(path: Path) -> Result:
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, no_grad, mapped, after_refusals,
-     another_name, refilled, still_named, in_turn, releases, linked, flipped) = (
+     another_name, refilled, still_named, in_turn, releases, linked, flipped, kept) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "NO GRAD",
                      "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "IN TURN", "RELEASES",
-                     "LINKED", "FLIPPED"))
+                     "LINKED", "FLIPPED", "KEPT"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -5391,7 +5419,8 @@ def load_before_aoti(path: Path) -> Result:
         if call["state"][0] != call["state"][1] or not call["random"]:
             settings = ("number of threads", "number of inter-op threads (which cannot be set again once work ran)",
                         "flushing of denormal numbers to zero (torch.set_flush_denormal)",
-                        "float32 matmul precision (torch.set_float32_matmul_precision)")
+                        "float32 matmul precision (torch.set_float32_matmul_precision)",
+                        "deterministic algorithms (torch.use_deterministic_algorithms)")
             setting = next((setting for setting, before, after in zip(settings, *call["state"]) if before != after),
                            "random number generator's state (torch.manual_seed: the caller's own draws repeat)")
             return Result(False, f"in the fresh Python, {what} changed the process's {setting}: a setting of the "
@@ -5399,9 +5428,10 @@ def load_before_aoti(path: Path) -> Result:
                                  "its output.")
     if wrong := next((call for call in flipped if not call["flushing kept"]), None):
         return Result(False, f"in the fresh Python, a caller that flushes denormal numbers to zero "
-                             f"(torch.set_flush_denormal(True)) called run() on {_AOTI_CALLS[wrong['n']]}, and found "
-                             "the flushing off after it: run() set the flag back to the default, not to what it found "
-                             f"(torch has no getter for it). run() changes nothing but its output.{hint}.")
+                             f"(torch.set_flush_denormal(True)) and chose its float32 matmul precision (\"high\") "
+                             f"called run() on {_AOTI_CALLS[wrong['n']]}, and found one of them changed after it: "
+                             "run() set a setting back to torch's default, not to what it found. run() changes nothing "
+                             f"but its output.{hint}.")
     if wrong := next((call for call in flipped if not call["middle"]), None):
         return Result(False, f"in the fresh Python, run() on {_AOTI_CALLS[wrong['n']]}, then on the same input with "
                              "its middle row changed (the first and last rows as they were): not the model's output "
@@ -5412,6 +5442,11 @@ def load_before_aoti(path: Path) -> Result:
                              "reverse order (another input, with the same sum, shape and dtype): not the model's "
                              "output for the second input. Something kept from the first call was returned (a result "
                              f"kept by a summary of the input?). Each call computes its own input's output.{hint}.")
+    if kept and kept[0]["grew"] >= 10:
+        return Result(False, "in the fresh Python, twenty requests of new inputs, their outputs dropped by the caller: "
+                             f"{kept[0]['grew']} more tensors alive after them than before. run() keeps something of "
+                             "every request (a result cache that never forgets?), and a server's memory grows with "
+                             f"every request it serves. What a call makes is the caller's.{hint}.")
     if redeployed and not redeployed[0]["same"]:
         return Result(False, "in the fresh Python, the first model copied over the second one's model.pt2, the file of "
                              "the last call (a release deployed in place, a file of the same size, given the old "
@@ -5517,7 +5552,8 @@ def load_before_aoti(path: Path) -> Result:
                 ("number of threads (torch.set_num_threads)",
                  "number of inter-op threads (torch.set_num_interop_threads, which cannot be set again once work ran)",
                  "flushing of denormal numbers to zero (torch.set_flush_denormal)",
-                 "float32 matmul precision (torch.set_float32_matmul_precision)"), *imported[0]["state"])
+                 "float32 matmul precision (torch.set_float32_matmul_precision)",
+                 "deterministic algorithms (torch.use_deterministic_algorithms)"), *imported[0]["state"])
             if before != after)
         return Result(False, f"in the fresh Python, importing your file set the process's {setting} from {before} to "
                              f"{after}: a server that imports it runs all its other torch work so. What a call needs, "
@@ -6071,7 +6107,7 @@ def _mul_out_problems() -> list[str]:
             return (f"on {case}: your kernel called itself until Python's recursion limit: on the device, mul_ and "
                     "torch.mul(..., out=) reach aten::mul.out, which is your kernel now (lesson 09, section 7: "
                     "aten's structured kernels call the out= form)")
-        return f"on {case}: your kernel raised {type(error).__name__}: {str(error).splitlines()[0][:160]}"
+        return f"on {case}: your kernel raised {type(error).__name__}: {(str(error).splitlines() or [''])[0][:160]}"
 
     def snapshot(tensors):  # each argument as the CPU sees it now, once per tensor object (out may be self)
         return [(t.shape, t.stride(), None if t.is_meta else t.cpu().clone()) for t in tensors]  # meta: no values
@@ -6233,6 +6269,25 @@ def _mul_out_problems() -> list[str]:
         torch.mul(x.to(device.NAME), y.to(device.NAME), out=out)
         if not torch.equal(out.cpu(), x * y):
             problems.append("torch.mul(x, y, out=out) on the device, from Python, left out without the product")
+    if not problems:  # the same two tensors again, each transposed in place since (t_): their layout is new
+        x, y = torch.randn(3, 4), torch.randn(3, 4)
+        on_x, on_y = on_device(x), on_device(y)
+        call((on_x, on_y, on_device(torch.empty(0))))
+        for t in (x, y, on_x, on_y):
+            t.t_()
+        out, want = on_device(torch.empty(0)), torch.empty(0)
+        try:
+            call((on_x, on_y, out))
+        except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
+            problems.append(raised("two tensors multiplied, then both transposed in place (t_) and multiplied again",
+                                   error))
+        else:
+            torch.mul(x, y, out=want)
+            if out.shape != want.shape or out.stride() != want.stride() or not torch.equal(out.cpu(), want):
+                problems.append(f"two tensors multiplied, then both transposed in place (t_) and multiplied again: "
+                                f"out has shape {list(out.shape)}, strides {list(out.stride())}, where aten's has "
+                                f"{list(want.shape)}, {list(want.stride())} (or other values): something kept from the "
+                                "first call (by the arguments' ids?) described the tensors as they were")
     # A number: x.mul_(2) and torch.mul(x, 2.5, out=out) hand a Python kernel the number itself, not a tensor.
     # A float16 x scaled by a number: aten computes in float32 (a number keeps its precision), then rounds once.
     # A float64 x times 0.1, which float32 cannot hold: a number keeps a double's precision.
@@ -6240,7 +6295,8 @@ def _mul_out_problems() -> list[str]:
     for number, how, x in ((2, "x.mul_(2)", torch.randn(3, 4)), (2.5, "torch.mul(x, 2.5, out=out)", torch.randn(3, 4)),
                            (1e5, "x.mul_(100000.0), x in float16", half),
                            (0.1, "torch.mul(x, 0.1, out=out), x in float64",
-                            torch.tensor([3.0, 7.0, 1e10], dtype=torch.float64))):
+                            torch.tensor([3.0, 7.0, 1e10], dtype=torch.float64)),
+                           (2.5, "torch.mul(2.5, x, out=out), the number as `self`", torch.randn(3, 4))):
         if problems:
             break
         on_device = x.to(device.NAME)
@@ -6248,11 +6304,13 @@ def _mul_out_problems() -> list[str]:
             if how.startswith("x.mul_"):
                 on_device.mul_(number)
                 got = on_device
+            elif how.startswith("torch.mul(2.5, x"):
+                got = torch.mul(number, on_device, out=torch.empty(0, dtype=x.dtype).to(device.NAME))
             else:
                 got = torch.mul(on_device, number, out=torch.empty(0, dtype=x.dtype).to(device.NAME))
         except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
-            problems.append(raised(f"{how} on the device, a Python {type(number).__name__} as `other` (a number "
-                                   "reaches the kernel as it is)", error))
+            problems.append(raised(f"{how} on the device, a Python {type(number).__name__} among the arguments (a "
+                                   "number reaches the kernel as it is)", error))
             continue
         if not torch.equal(got.cpu(), want := x.clone().mul_(number)):
             problems.append(f"{how} on the device: {got.cpu().tolist()}, where aten's mul gives {want.tolist()} (a "

@@ -1598,9 +1598,12 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                                           "y = x.clone(), x of tangent [1, 1, 1], and other of tangent [2, 2, 2], "
                                           "add_(y, other)", 3.0, "AddInPlace")
                          or _inplace_tangents_kept_apart(op) or _inplace_other_kinds_kept_apart(op)
-                         or _tangent_kept(_add_of_duals_in_no_grad(op), "add_(y, other) inside torch.no_grad() "
-                                          "(an optimizer's step; forward mode does not depend on grad mode), y = "
-                                          "x.clone(), x of tangent [1, 1, 1] and other of tangent [5, 5, 5]", 6.0,
+                         or _tangent_kept(_in_no_grad(lambda make_dual: op(
+                                              make_dual(torch.ones(3), torch.ones(3)).clone(),
+                                              make_dual(torch.full((3,), 2.0), torch.full((3,), 5.0)))),
+                                          "add_(y, other) inside torch.no_grad() (an optimizer's step; forward mode "
+                                          "does not depend on grad mode), y = x.clone(), x of tangent [1, 1, 1] and "
+                                          "other of tangent [5, 5, 5]", 6.0,
                                           "AddInPlace")):
         problems.append(told)
     return problems
@@ -1847,23 +1850,13 @@ def _inplace_tangents_kept_apart(op) -> str | None:
     return None
 
 
-def _scale2_of_a_dual_in_no_grad(op):
-    """A call for _tangent_kept: scale2 of a dual tensor inside torch.no_grad(), where torch's own 2 * x keeps the
-    tangent (forward-mode AD does not depend on grad mode)."""
-    def call(make_dual):
+def _in_no_grad(call):
+    """A call for _tangent_kept, made inside torch.no_grad(): forward-mode AD does not depend on grad mode, so torch's
+    own operators keep the tangent there too."""
+    def made_in_no_grad(make_dual):
         with torch.no_grad():
-            return op(make_dual(torch.ones(3), torch.full((3,), 5.0)))
-    return call
-
-
-def _add_of_duals_in_no_grad(op):
-    """A call for _tangent_kept: add_(y, other) of dual tensors inside torch.no_grad(), where torch's own add_ adds
-    the tangents (forward-mode AD does not depend on grad mode)."""
-    def call(make_dual):
-        with torch.no_grad():
-            return op(make_dual(torch.ones(3), torch.ones(3)).clone(), make_dual(torch.full((3,), 2.0),
-                                                                               torch.full((3,), 5.0)))
-    return call
+            return call(make_dual)
+    return made_in_no_grad
 
 
 def _tangent_kept(call, given: str, want: float, function: str) -> str | None:
@@ -2871,7 +2864,9 @@ def redispatch(path: Path) -> Result:
                                        "a dual tensor x of tangent [5, 5, 5], scale2(x)", 10.0, "Scale2"), tangents),
                 (lambda: _scale2_saves_nothing(op) or _scale2_gradient_left_alone(op)
                  or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x"), _PASSING_ON),
-                (lambda: _tangent_kept(_scale2_of_a_dual_in_no_grad(op), "a dual tensor x of tangent [5, 5, 5], "
+                (lambda: _tangent_kept(_in_no_grad(lambda make_dual: op(make_dual(torch.ones(3),
+                                                                                  torch.full((3,), 5.0)))),
+                                       "a dual tensor x of tangent [5, 5, 5], "
                                        "scale2(x) inside torch.no_grad() (forward mode does not depend on grad mode)",
                                        10.0, "Scale2"), tangents),
                 (lambda: _gradient_undefined(op, "scale2"), _PASSING_ON)):
@@ -5052,6 +5047,15 @@ def layer_cost(path: Path) -> Result:
 _AOTI_CALLS = ("lesson 08's model on 5 rows", "a second model (other weights) on 3 rows")
 
 
+# What the fresh Python's process_state() reads, in its order: the process-wide settings run() and its import leave.
+_SERVER_SETTINGS = ("number of threads (torch.set_num_threads)",
+                    "number of inter-op threads (torch.set_num_interop_threads, which cannot be set again once work "
+                    "ran)",
+                    "flushing of denormal numbers to zero (torch.set_flush_denormal)",
+                    "float32 matmul precision (torch.set_float32_matmul_precision)",
+                    "deterministic algorithms (torch.use_deterministic_algorithms)")
+
+
 _LEAD = 1 << 17  # 128 KiB: a package's first bytes, the same in every copy of one fill (_padded_package)
 
 
@@ -5160,10 +5164,10 @@ def load_before_aoti(path: Path) -> Result:
             torch.set_num_threads(max(2, torch.get_num_threads()))  # two at least: a run() that sets one shows
             answer = types.ModuleType("answer")  # from the file's text, as toolkit.load_python loads it
             answer.__file__ = {str(path)!r}
-            def process_state():  # threads, inter-op threads, whether denormal numbers flush to zero (no getter),
-                return [torch.get_num_threads(), torch.get_num_interop_threads(),  # float32 matmul precision,
+            def process_state():  # the settings _SERVER_SETTINGS names, in its order (denormal flushing has no getter)
+                return [torch.get_num_threads(), torch.get_num_interop_threads(),
                         (torch.tensor([1e-40]) * 1.0).item() == 0.0, torch.get_float32_matmul_precision(),
-                        torch.are_deterministic_algorithms_enabled()]  # deterministic algorithms
+                        torch.are_deterministic_algorithms_enabled()]
 
             found = process_state()
             with open({str(path)!r}, "rb") as file:
@@ -5417,11 +5421,8 @@ def load_before_aoti(path: Path) -> Result:
                                  f"{call['threads'][0]} to {call['threads'][1]}: a setting of the whole process, for "
                                  "everything the caller runs after it. run() changes nothing but its output.")
         if call["state"][0] != call["state"][1] or not call["random"]:
-            settings = ("number of threads", "number of inter-op threads (which cannot be set again once work ran)",
-                        "flushing of denormal numbers to zero (torch.set_flush_denormal)",
-                        "float32 matmul precision (torch.set_float32_matmul_precision)",
-                        "deterministic algorithms (torch.use_deterministic_algorithms)")
-            setting = next((setting for setting, before, after in zip(settings, *call["state"]) if before != after),
+            setting = next((setting for setting, before, after in zip(_SERVER_SETTINGS, *call["state"])
+                            if before != after),
                            "random number generator's state (torch.manual_seed: the caller's own draws repeat)")
             return Result(False, f"in the fresh Python, {what} changed the process's {setting}: a setting of the "
                                  "whole process, for everything the caller runs after it. run() changes nothing but "
@@ -5547,14 +5548,8 @@ def load_before_aoti(path: Path) -> Result:
                "still does, and loaded it again. A model goes when no name leads to it.")
         return Result(False, f"{_mapped_more(what, still_named[0]['grew'], why)}{hint}.")
     if imported and imported[0]["state"][0] != imported[0]["state"][1]:
-        setting, before, after = next(
-            (setting, before, after) for setting, before, after in zip(
-                ("number of threads (torch.set_num_threads)",
-                 "number of inter-op threads (torch.set_num_interop_threads, which cannot be set again once work ran)",
-                 "flushing of denormal numbers to zero (torch.set_flush_denormal)",
-                 "float32 matmul precision (torch.set_float32_matmul_precision)",
-                 "deterministic algorithms (torch.use_deterministic_algorithms)"), *imported[0]["state"])
-            if before != after)
+        setting, before, after = next((setting, before, after) for setting, before, after
+                                      in zip(_SERVER_SETTINGS, *imported[0]["state"]) if before != after)
         return Result(False, f"in the fresh Python, importing your file set the process's {setting} from {before} to "
                              f"{after}: a server that imports it runs all its other torch work so. What a call needs, "
                              f"it sets around the call, and sets back (lesson 00, section 2).{hint}.")

@@ -22,6 +22,7 @@ Underneath, load_sources() is torch.utils.cpp_extension.load, with four addition
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
 import time
@@ -143,9 +144,8 @@ def load_sources(name: str, sources: list[Path], label: str | None = None, optim
     if str(library) not in torch.ops.loaded_libraries:
         guard.check_namespaces_free(label[:1].upper() + label[1:], sources)
     start = time.perf_counter()
-    # A layer built before: its name's hash covers every input. (Not while torch's build lock is there: another
-    # process may be writing the library.)
-    if (library.exists() and not (library.parent / "lock").exists()
+    # A layer built before: its name's hash covers every input. (Not while another process may be writing it.)
+    if (library.exists() and not _being_built(library.parent)
             and all(paths.CSRC in source.parents for source in sources)):
         torch.ops.load_library(str(library))
         return Built(name.removeprefix("workbook_"), library, time.perf_counter() - start, compiled=False)
@@ -176,6 +176,23 @@ def load_sources(name: str, sources: list[Path], label: str | None = None, optim
         what = label[:1].upper() + label[1:]
         raise CompileError(f"{what} failed to compile. First errors:\n\n{first_errors}") from None
     return Built(name.removeprefix("workbook_"), library, time.perf_counter() - start, compiled=cold)
+
+
+def _being_built(folder: Path) -> bool:
+    """Whether a build of torch.utils.cpp_extension.load may be writing the library in `folder` now. Each build holds
+    the folder's file `lock`: torch up to 2.13 creates it for the build and removes it after (FileBaton); from 2.14 the
+    file stays, and a build holds an flock on it (filelock), so the file alone says nothing there."""
+    lock = folder / "lock"
+    if not lock.exists():
+        return False
+    if not hasattr(torch.utils.cpp_extension, "FileLock"):  # the file baton: there only while a build runs
+        return True
+    with open(lock) as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)  # released when the file closes
+        except OSError:  # held by a build (or no flock on this file system: ask torch's build)
+            return True
+    return False
 
 
 def load_all(*layers: str) -> list[Built]:

@@ -1,5 +1,6 @@
 """helpers/build.py: the cache key, rebuilds on header edits, the namespace guard, compile errors."""
 
+import contextlib
 import ctypes
 import os
 import re
@@ -36,6 +37,37 @@ def test_warm_load_finds_the_library_and_does_not_compile(tiny_csrc):
     again = build.load("tiny")
     assert first.compiled and not again.compiled
     assert again.library == first.library
+
+
+@contextlib.contextmanager
+def torch_build_holding(lock: Path):
+    """The lock torch's build holds while it runs: from torch 2.14 an flock on the file (filelock), in 2.13 the file
+    itself (FileBaton)."""
+    if hasattr(torch.utils.cpp_extension, "FileLock"):
+        with torch.utils.cpp_extension.FileLock(str(lock)):
+            yield
+    else:
+        baton = torch.utils.file_baton.FileBaton(str(lock))
+        assert baton.try_acquire()
+        try:
+            yield
+        finally:
+            baton.release()
+
+
+def test_a_built_layer_loads_without_ninja_unless_a_build_holds_its_lock(tiny_csrc, monkeypatch):
+    """From torch 2.14 the file `lock` stays in every build folder: its presence alone must not send every load through
+    torch's build (ninja, about 20 ms a layer). A build that holds it does."""
+    library = build.load("tiny").library
+    asked = []
+    monkeypatch.setattr(torch.utils.cpp_extension, "load", lambda **arguments: asked.append(arguments["name"]))
+    monkeypatch.setattr(torch.ops, "load_library", lambda path: None)  # the library is loaded already
+    build.load("tiny")
+    assert asked == []
+    assert (library.parent / "lock").exists() == hasattr(torch.utils.cpp_extension, "FileLock")
+    with torch_build_holding(library.parent / "lock"):
+        build.load("tiny")
+    assert asked == [library.stem]
 
 
 def test_editing_a_header_rebuilds(tiny_csrc):

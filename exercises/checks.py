@@ -1885,9 +1885,9 @@ def _tangent_kept(call, given: str, want: float, function: str) -> str | None:
     if tangent is None or not torch.equal(tangent, torch.full((3,), want)):
         shown = "None" if tangent is None else tangent.tolist()
         return (f"on {given} (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp), the output's tangent is "
-                f"{shown}, where it is [{want:g}, {want:g}, {want:g}]: the call went below autograd without {function} "
-                "(which refuses forward mode: it has no jvp), and the kernels there, like C++ kernels, carry no "
-                "tangent")
+                f"{shown}, where it is [{want:g}, {want:g}, {want:g}]. Either {function}'s jvp computes another "
+                f"tangent than the output's, or the call went below autograd without {function} (which, without a "
+                "jvp, refuses forward mode), and the kernels there, like C++ kernels, carry no tangent")
     return None
 
 
@@ -1912,18 +1912,23 @@ def _exported(function, *args) -> str | None:
 
 
 def _leaf_refused(op) -> str | None:
-    """add_ into a leaf that requires grad: refused, as torch's add_ refuses it, before anything is written."""
-    leaf = torch.zeros(3, requires_grad=True)
-    try:
-        op(leaf, torch.ones(3))
-    except RuntimeError:
-        if leaf._version == 0 and not leaf.detach().any():
-            return None
-        return (f"add_ into a leaf that requires grad was refused only after it wrote into the leaf (now "
-                f"{leaf.detach().tolist()}, version {leaf._version}): torch's add_ refuses before writing, as the "
-                f"Autograd kernel you were given does; Function.apply refuses a dirty leaf only after forward ran")
-    return ("add_ into a leaf that requires grad ran: torch's add_ refuses it (a leaf's value is what autograd "
-            "differentiates with respect to), and so does the Autograd kernel you were given")
+    """add_ into a leaf that requires grad, and into a view of one (a row of a parameter): refused, as torch's add_
+    refuses them, before anything is written."""
+    for what, make_target in [("a leaf that requires grad", lambda leaf: leaf),
+                              ("a view of a leaf that requires grad (leaf[0], a row of a parameter)",
+                               lambda leaf: leaf[0])]:
+        leaf = torch.zeros(2, 3, requires_grad=True)
+        try:
+            op(make_target(leaf), torch.ones(3))
+        except RuntimeError:
+            if leaf._version == 0 and not leaf.detach().any():
+                continue
+            return (f"add_ into {what} was refused only after it wrote into the leaf (now "
+                    f"{leaf.detach().tolist()}, version {leaf._version}): torch's add_ refuses before writing, as the "
+                    f"Autograd kernel you were given does; Function.apply refuses a dirty leaf only after forward ran")
+        return (f"add_ into {what} ran: torch's add_ refuses it (a leaf's value is what autograd differentiates with "
+                "respect to), and so does the Autograd kernel you were given")
+    return None
 
 
 def _leaf_written_without_grad(op) -> str | None:
@@ -4435,10 +4440,12 @@ def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:
         if n % 2 == 0 and any(abs(median - value) < 1e-9 for value in middle):
             return (f"your median, {median:.3f} µs, is one of the two middle differences of {n} rounds: the median of "
                     "an even number of values lies between its two middle ones (torch's median() gives the lower one)")
-        off = abs(median - statistics.median(ordered))
+        true = statistics.median(ordered)
+        off = abs(median - true)
+        why = (": the precision of float32, not of Python's floats" if off <= 1e-5 * abs(true)
+               else ": a rounding" if any(abs(median - round(true, digits)) < 1e-12 for digits in range(7)) else "")
         return (f"your median, {median:.3f} µs, is not the median of the {n} differences your rounds measured (off by "
-                f"{off:.2g} µs" + (": the precision of float32, or a rounding, not of Python's floats" if off < 1e-3
-                                   else "") + ")")
+                f"{off:.2g} µs{why})")
     for name, value, (lowest, highest) in [("first", q1, (ordered[low], ordered[high])),
                                           ("third", q3, (ordered[n - 1 - high], ordered[n - 1 - low]))]:
         if not lowest - 1e-9 <= value <= highest + 1e-9:
@@ -4994,7 +5001,10 @@ def layer_cost(path: Path) -> Result:
     from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
     class Recording(TorchDispatchMode):  # the caller's recorder or logger: a mode that hands each call on
+        seen: list = []  # what it recorded: the made-up timers call no operator, so any is the measurement's own
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.append(func)
             return func(*args, **(kwargs or {}))
 
     recording = Recording()
@@ -5033,6 +5043,14 @@ def layer_cost(path: Path) -> Result:
                              f"{torch.get_num_interop_threads()} (torch.set_num_interop_threads), a setting torch "
                              "takes once per process and for good: a measurement leaves process-wide settings as it "
                              "found them, and this one cannot be set back")
+    if recording.seen:  # after the settings: an answer that changes one may run operators too
+        shown = ", ".join(dict.fromkeys(str(func) for func in recording.seen[:6]))
+        return Result(False, f"called inside the caller's TorchDispatchMode (a logger that records the operators the "
+                             f"caller runs), your function ran {len(recording.seen)} torch operators of its own "
+                             f"({shown}): the caller's mode records them as its own, and under a FakeTensorMode, or in "
+                             f"a `with torch.device(\"meta\")` block, they have no values to compute with. The timers "
+                             "run under the caller's modes; a measurement's own arithmetic (its order of sides, its "
+                             "statistics) is not the caller's work")
     if wrong := _layer_cost_in_threads(answer):  # last: two threads at once may leave each other's settings behind
         return Result(False, wrong)
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
@@ -5307,9 +5325,11 @@ def load_before_aoti(path: Path) -> Result:
             right = answer.run(model_pt2, second_in)
             refilled = {{"same": bool(torch.allclose(second_out, right, atol=1e-6)),
                         "own": second_out.untyped_storage().data_ptr() != first_out.untyped_storage().data_ptr(),
-                        "numpy": bool(torch.allclose(third_out, answer.run(model_pt2, buffer.clone()), atol=1e-6))}}
+                        "numpy": bool(torch.allclose(third_out, answer.run(model_pt2, buffer.clone()), atol=1e-6)),
+                        # the same rows twice (second_in, a copy of what the buffer held): two outputs all the same
+                        "apart": right.untyped_storage().data_ptr() != second_out.untyped_storage().data_ptr()}}
             print("REFILLED", json.dumps(refilled))
-            stop_unless(refilled["same"] and refilled["own"] and refilled["numpy"])
+            stop_unless(refilled["same"] and refilled["own"] and refilled["numpy"] and refilled["apart"])
 
             def deployed(release):  # a release copied over one file, then a request
                 return lambda: (shutil.copyfile(release, model_pt2), answer.run(model_pt2, x))
@@ -5333,6 +5353,16 @@ def load_before_aoti(path: Path) -> Result:
                 return call
 
             print("LINKED", json.dumps({{"grew": still_kept([flipped(n) for n in range(4)])}}))
+            # The link flipped back to r2 (whose contents no other name holds: r3's are model_pt2's too), r1 served
+            # by its own name (a canary's), then the link flipped to r1: the calls load nothing, and r2, which no
+            # name leads to now, goes at the next call.
+            flipped(2)()
+            answer.run(os.path.join(linked, "r1", "model.pt2"), x)
+            kept_before = models_mapped(kept_only=True)
+            flipped(1)()
+            for _ in range(2):
+                answer.run(os.path.join(linked, "current", "model.pt2"), x)
+            print("TO ONE LOADED", json.dumps({{"dropped": len(kept_before - models_mapped(kept_only=True))}}))
             # Last: a cache that keeps every model it loaded, up to more than a server holds, is full by now and
             # would drop old releases as it takes new ones (the releases above: each replaces the last, none kept).
             served = (first, model_pt2, *{[str(model_file) for model_file in releases[:2] + held]!r})
@@ -5396,11 +5426,11 @@ def load_before_aoti(path: Path) -> Result:
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, no_grad, mapped, after_refusals,
-     another_name, refilled, still_named, in_turn, releases, linked, flipped, kept) = (
+     another_name, refilled, still_named, in_turn, releases, linked, to_one_loaded, flipped, kept) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "NO GRAD",
                      "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "IN TURN", "RELEASES",
-                     "LINKED", "FLIPPED", "KEPT"))
+                     "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -5521,6 +5551,11 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, run() twice on one input buffer, refilled in place between the "
                              f"calls (as a server reuses one), returned the second time {got}. Each call returns the "
                              f"model's output for its input as it is then, a tensor of the caller's own.{hint}.")
+    if refilled and not refilled[0]["apart"]:
+        return Result(False, "in the fresh Python, run() on the same rows twice (a second request as the first) "
+                             "returned the second time the first call's output itself, the same memory: a caller that "
+                             "writes into its output (post-processing in place) changes what the next request gets. "
+                             f"Each call returns a tensor of the caller's own.{hint}.")
     if in_turn and in_turn[0]["grew"]:
         return Result(False, _mapped_more("run() on eight files in turn, twice each after a first round (a server of "
                                           "eight models, a request for each in turn)", in_turn[0]["grew"],
@@ -5541,6 +5576,12 @@ def load_before_aoti(path: Path) -> Result:
                              "os.path.realpath?), and every release it served stays loaded. The caller names one "
                              f"file: a name holds one model at most, loaded again when the contents it leads to "
                              f"change.{hint}.")
+    if to_one_loaded and not to_one_loaded[0]["dropped"]:
+        return Result(False, "in the fresh Python, the link current flipped from r2 to r1, a release run() had loaded "
+                             "already by its own name (a canary's), then three calls on current/model.pt2: r2's model "
+                             "stayed loaded, though no name the caller gives leads to it any more. A call that loads "
+                             "nothing drops what no name leads to as well (a sweep only where a model is loaded?): a "
+                             f"flip to a release served already is how a rollout ends.{hint}.")
     if still_named and still_named[0]["grew"]:
         what = ("run() on a file and on a link to it, then the link flipped to another release loaded already, then "
                 "run() on both names again")
@@ -5552,7 +5593,7 @@ def load_before_aoti(path: Path) -> Result:
                                       in zip(_SERVER_SETTINGS, *imported[0]["state"]) if before != after)
         return Result(False, f"in the fresh Python, importing your file set the process's {setting} from {before} to "
                              f"{after}: a server that imports it runs all its other torch work so. What a call needs, "
-                             f"it sets around the call, and sets back (lesson 00, section 2).{hint}.")
+                             f"it sets around the call, and sets back (lesson 00, section 2).")
     if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
         return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:
@@ -6056,6 +6097,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "[1, 5])": (None, lambda to: ((same := to(row)), to(row[None] * 2), same)),
         "an int64 product into a bool `out`": (None, lambda to: (
             to(torch.arange(6)), to(torch.arange(6)), to(torch.zeros(6, dtype=torch.bool)))),
+        "`out` that is a float16 `self` itself, which the product with a float32 `other` would have to grow (self [3], "
+        "other [2, 3])": (None, lambda to: ((same := to(row[:3].half())), to(x[:2, :3].clone()), same)),
         # Values the `out` could hold: aten refuses by dtype, whatever the values (the next batch's may not fit).
         "a float32 product of whole numbers (0, 2, 4, 6) into an int64 `out`": (None, lambda to: (
             to(torch.arange(4.0)), to(torch.full((4,), 2.0)), to(torch.zeros(4, dtype=torch.int64)))),
@@ -6291,7 +6334,10 @@ def _mul_out_problems() -> list[str]:
                            (1e5, "x.mul_(100000.0), x in float16", half),
                            (0.1, "torch.mul(x, 0.1, out=out), x in float64",
                             torch.tensor([3.0, 7.0, 1e10], dtype=torch.float64)),
-                           (2.5, "torch.mul(2.5, x, out=out), the number as `self`", torch.randn(3, 4))):
+                           (2.5, "torch.mul(2.5, x, out=out), the number as `self`", torch.randn(3, 4)),
+                           (1j, "x.mul_(1j), x in complex64", torch.tensor([1 + 2j, -3j, 0.5], dtype=torch.complex64)),
+                           (2j, "torch.mul(x, 2j, out=out), x in complex128",
+                            torch.tensor([1 + 1j, 2, -1j], dtype=torch.complex128))):
         if problems:
             break
         on_device = x.to(device.NAME)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from helpers import forkserver, progress
 
-from .toolkit import EXERCISES, WATCHDOG, Diagnosis, Result
+from .toolkit import EXERCISES, WATCHDOG, Diagnosis, Result, compile_settings, differs
 
 RUNNING_LIMIT = 60.0
 
@@ -46,7 +46,15 @@ def check_here(exercise_id: str, path: str, verdict: str, stacks: str, running_l
     with open(stacks, "w") as stacks_file:  # open as long as the watchdog may write to it
         WATCHDOG.arm(stacks_file, running_limit)
         try:
+            settings = compile_settings()
             result = EXERCISES[exercise_id].check(Path(path))
+            if result.passed and (changed := [name for name, value in compile_settings().items()
+                                              if name in settings and differs(value, settings[name])]):
+                result = Result(False, f"after the check's calls to your code, {changed[0]} was "
+                                       f"{compile_settings()[changed[0]]!r} (it was {settings[changed[0]]!r}): a "
+                                       "setting of the whole process, which every later torch.compile and "
+                                       "torch.export runs with, also on code that never calls yours. What the task "
+                                       "asks needs no setting changed")
         except Diagnosis as refused:
             result = Result(False, str(refused))
         except SystemExit as stop:  # sys.exit(), exit(), quit(): the reader's code ended what was running it

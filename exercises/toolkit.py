@@ -96,15 +96,43 @@ class Watchdog:
 WATCHDOG = Watchdog()
 
 
+def compile_settings() -> dict[str, object]:
+    """The settings of torch's compile stack (torch._dynamo.config and its kin), by full name."""
+    import torch._dynamo.config
+    import torch._functorch.config
+    import torch._inductor.config
+    import torch.fx.experimental._config
+
+    modules = (torch._dynamo.config, torch._inductor.config, torch._functorch.config, torch.fx.experimental._config)
+    return {f"{module.__name__}.{name}": value for module in modules
+            for name, value in module.get_config_copy().items()}
+
+
 def load_python(path: Path):
     """Import a Python exercise file afresh, from its text: never from a cached .pyc, which Python trusts when the
-    file's size and modification second are unchanged (an edit of one character within a second would not count)."""
+    file's size and modification second are unchanged (an edit of one character within a second would not count).
+    An import that changes a setting of torch's compile stack is refused: every torch.compile and export in the
+    process would run so, on code that never calls the reader's operator."""
     spec = importlib.util.spec_from_file_location(f"exercise_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    settings = compile_settings()
     WATCHDOG.start()
     exec(code, module.__dict__)
+    for name, value in compile_settings().items():
+        if name in settings and differs(value, settings[name]):
+            raise Diagnosis(f"importing your file set {name} to {value!r} (it was {settings[name]!r}): a setting "
+                            "of the whole process, so every torch.compile and torch.export after the import runs so, "
+                            "also on code that never calls your operator. What the task asks needs no setting "
+                            "changed; a project that wants one sets it itself, where it compiles")
     return module
+
+
+def differs(value: object, before: object) -> bool:
+    try:
+        return bool(value != before)
+    except Exception:  # noqa: BLE001 - a value without a plain comparison (a tensor): compared by identity
+        return value is not before
 
 
 def load_cpp(name: str, path: Path, label: str) -> None:

@@ -4,7 +4,7 @@ package. Only the test command runs one: the root conftest.py starts a server pe
 WORKBOOK_FORKSERVER, which pytest's workers and the notebooks' kernels inherit. Through spawn() and run() it serves
 
 - isolated.run (lessons' demonstrations that crash, build.load_all's side-by-side builds, the OpenMP probe);
-- the exercise checks (exercises/runner.py);
+- the exercise checks (exercises/runner.py), from a nested() server, forked from it, that has imported the checks;
 - the notebooks' kernels (forked_kernel.py).
 
 It is a speed-up, never a dependency. WORKBOOK_FORK=0 turns it off: every fresh process is a new Python, and the test
@@ -17,7 +17,8 @@ a test session that ended), spawn() starts a new Python instead.
 A child is what `python -c program` would be once the modules in PRELOAD are imported: a process of its own (a crash
 ends only the child), with the caller's environment, working directory, stdout and stderr (tests/test_forkserver.py
 compares the two). The server imports nothing of the workbook and runs nothing itself: it holds no OpenMP threads
-that a fork would break. It forks each child itself, and waits for them all in one loop, without a thread.
+that a fork would break. (A nested server imports the modules it is asked for, which start no thread either:
+tests/test_forkserver.py.) It forks each child itself, and waits for them all in one loop, without a thread.
 
 Protocol, over a Unix socket: the client sends two file descriptors (the files that become the child's stdout and
 stderr), then a JSON line (program, environment, working directory); it reads back the child's pid, then its return
@@ -124,10 +125,11 @@ class NewPython(Child):
             self._process.wait()
 
 
-def spawn(program: str, env: dict[str, str], cwd: str, stdout: int, stderr: int) -> Child:
+def spawn(program: str, env: dict[str, str], cwd: str, stdout: int, stderr: int, address: str | None = None) -> Child:
     """Start `program` as `python -c program` would, writing to the file descriptors `stdout` and `stderr`: in a child
-    of the session's server where there is one and WORKBOOK_FORK allows it, else in a new Python."""
-    address = os.environ.get(VARIABLE)
+    of the session's server (or of the server at `address`, a nested() one) where there is one and WORKBOOK_FORK allows
+    it, else in a new Python."""
+    address = address or os.environ.get(VARIABLE)
     if address and wanted():
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -140,6 +142,40 @@ def spawn(program: str, env: dict[str, str], cwd: str, stdout: int, stderr: int)
             return Child(connection)
     return NewPython(subprocess.Popen([sys.executable, "-c", program], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                       stdout=stdout, stderr=stderr))
+
+
+_NESTED: dict[tuple[str, ...], tuple[Child, str]] = {}  # this process's nested servers: preload -> (server, address)
+
+
+def nested(preload: tuple[str, ...]) -> str | None:
+    """The address of a server forked from the session's that has imported the modules `preload` names as well, for
+    this process's own use, started at the first call; None where spawn() would start a new Python. The exercise checks
+    fork from one that has imported the checks (a third of a quick check's time, each time otherwise), while the
+    session's server, which the notebooks' kernels fork from too, imports nothing of the workbook. It ends with this
+    process: the session's server kills a child whose client is gone."""
+    if not (os.environ.get(VARIABLE) and wanted()):
+        return None
+    if preload in _NESTED:
+        server, address = _NESTED.pop(preload)
+        if not select.select([server._connection], [], [], 0)[0]:  # no return code came: it serves still
+            _NESTED[preload] = server, address
+            return address
+        server.close()
+    address = tempfile.mktemp(prefix="workbook-nested-", suffix=".socket")
+    program = (f"from helpers import forkserver\n"
+               f"forkserver._serve({address!r}, {list(preload)!r}, until_stdin_closes=False, huge_pages=False)")
+    with open(os.devnull, "w") as null:
+        server = spawn(program, dict(os.environ), os.getcwd(), null.fileno(), null.fileno())
+    if isinstance(server, NewPython):  # the session's server is gone: no nesting
+        server.close()
+        return None
+    while not os.path.exists(address):  # bound before it imports anything: a few milliseconds
+        if select.select([server._connection], [], [], 0.01)[0]:  # it exited (its return code came)
+            server.close()
+            return None
+    _NESTED[preload] = server, address
+    atexit.register(lambda: os.path.exists(address) and os.unlink(address))
+    return address
 
 
 def run(program: str, env: dict[str, str], cwd: str, timeout: float) -> subprocess.CompletedProcess:
@@ -160,7 +196,7 @@ def _text(file) -> str:
     return io.TextIOWrapper(file).read()
 
 
-def _serve(address: str, preload: list[str]) -> None:
+def _serve(address: str, preload: list[str], until_stdin_closes: bool = True, huge_pages: bool = True) -> None:
     # Ctrl-C in a terminal, or a Jupyter kernel's interrupt or shutdown, reaches the whole process group: the server
     # lives until its stdin closes, not until an interrupt (it printed a KeyboardInterrupt traceback and died). Each
     # child takes Python's usual handler back (_execute).
@@ -182,7 +218,8 @@ def _serve(address: str, preload: list[str]) -> None:
     # writes into each, so a child's first one copied the server's whole heap (a quarter of a second of a check that
     # calls gc.collect(); tests/test_forkserver.py). A child's own objects are collected as usual.
     gc.freeze()
-    in_huge_pages()
+    if huge_pages:  # not in a nested server: its inherited memory, moved, would be copied
+        in_huge_pages()
     # What the imports made that Python finalizes at its exit (torch.library's Library objects, two hundred of them,
     # each taken out of the dispatcher's tables: 30 ms of CPU time, a third of a quick check's) is the server's: a
     # child's exit runs only the finalizers of what the child made. Nothing a child or its caller sees changes: the
@@ -195,8 +232,9 @@ def _serve(address: str, preload: list[str]) -> None:
     killed: set[int] = set()  # pidfds of children killed, not yet exited
     while True:
         clients = {connection.fileno(): pidfd for pidfd, (connection, _) in children.items() if pidfd not in killed}
-        ready, _, _ = select.select([listener, sys.stdin, *children, *clients], [], [])
-        if sys.stdin in ready:  # closed: the test session is over
+        lifeline = [sys.stdin] if until_stdin_closes else []  # a nested server ends when its parent kills it
+        ready, _, _ = select.select([listener, *lifeline, *children, *clients], [], [])
+        if sys.stdin in ready and until_stdin_closes:  # closed: the test session is over
             os.unlink(address)
             os._exit(0)  # at once: no interpreter teardown (a second, with torch loaded)
         for fd in ready:

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -229,3 +230,30 @@ def test_the_server_is_wanted_on_linux_without_a_gpu_unless_the_switch_says_othe
     else:
         monkeypatch.setenv(forkserver.SWITCH, switch)
     assert forkserver.wanted() is wanted
+
+
+
+@with_the_sessions_server
+def test_a_check_forks_from_a_nested_server_that_imported_the_checks_and_a_dead_one_is_replaced():
+    """exercises/runner.py's checks fork from a server of this process's own that has imported exercises.checks; the
+    session's server, which the notebooks' kernels fork from too, still imports nothing of the workbook."""
+    program = "import sys; print('exercises.checks' in sys.modules)"
+    address = forkserver.nested(("exercises.checks",))
+    assert address and forkserver.nested(("exercises.checks",)) == address  # one per process
+
+    def printed_by_a_child(of: str | None) -> str:
+        with tempfile.TemporaryFile("w+") as out:
+            with forkserver.spawn(program, dict(os.environ), os.getcwd(), out.fileno(), out.fileno(),
+                                  address=of) as child:
+                assert child.wait(60) == 0
+            out.seek(0)
+            return out.read()
+
+    assert (printed_by_a_child(address), printed_by_a_child(None)) == ("True\n", "False\n")
+    server, _ = forkserver._NESTED[("exercises.checks",)]
+    # One thread, the server's loop: the imports started none (a child would inherit a broken OpenMP pool).
+    assert len(os.listdir(f"/proc/{server.pid}/task")) == 1
+    os.kill(server.pid, signal.SIGKILL)
+    assert gone(server.pid)
+    replaced = forkserver.nested(("exercises.checks",))
+    assert replaced and replaced != address and printed_by_a_child(replaced) == "True\n"

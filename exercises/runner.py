@@ -22,7 +22,7 @@ from pathlib import Path
 
 from helpers import forkserver, progress
 
-from .toolkit import EXERCISES, WATCHDOG, Diagnosis, Result, compile_settings, differs
+from .toolkit import EXERCISES, WATCHDOG, Diagnosis, Result, changed_compile_setting, compile_settings
 
 RUNNING_LIMIT = 60.0
 
@@ -48,13 +48,12 @@ def check_here(exercise_id: str, path: str, verdict: str, stacks: str, running_l
         try:
             settings = compile_settings()
             result = EXERCISES[exercise_id].check(Path(path))
-            if result.passed and (changed := [name for name, value in compile_settings().items()
-                                              if name in settings and differs(value, settings[name])]):
-                result = Result(False, f"after the check's calls to your code, {changed[0]} was "
-                                       f"{compile_settings()[changed[0]]!r} (it was {settings[changed[0]]!r}): a "
-                                       "setting of the whole process, which every later torch.compile and "
-                                       "torch.export runs with, also on code that never calls yours. What the task "
-                                       "asks needs no setting changed")
+            if result.passed and (changed := changed_compile_setting(settings)):
+                name, now, before = changed
+                result = Result(False, f"after the check's calls to your code, {name} was {now!r} (it was "
+                                       f"{before!r}): a setting of the whole process, which every later "
+                                       "torch.compile and torch.export runs with, also on code that never calls "
+                                       "yours. What the task asks needs no setting changed")
         except Diagnosis as refused:
             result = Result(False, str(refused))
         except SystemExit as stop:  # sys.exit(), exit(), quit(): the reader's code ended what was running it
@@ -79,7 +78,7 @@ def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float
           tempfile.NamedTemporaryFile("r") as stacks):
         program = (f"from exercises.runner import check_here\n"
                    f"check_here({exercise_id!r}, {str(path)!r}, {verdict.name!r}, {stacks.name!r}, {running_limit!r})")
-        # Under the test command, from a server that has imported the checks already: a third of a quick check.
+        # Under the test command, from a server that has imported the checks already: nearly half of a quick check.
         checks_imported = forkserver.nested(("exercises.checks",))
         with forkserver.spawn(program, dict(os.environ), os.getcwd(), log.fileno(), log.fileno(),
                               address=checks_imported) as child:

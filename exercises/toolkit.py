@@ -119,16 +119,24 @@ def load_python(path: Path):
     settings = compile_settings()
     WATCHDOG.start()
     exec(code, module.__dict__)
-    for name, value in compile_settings().items():
-        if name in settings and differs(value, settings[name]):
-            raise Diagnosis(f"importing your file set {name} to {value!r} (it was {settings[name]!r}): a setting "
-                            "of the whole process, so every torch.compile and torch.export after the import runs so, "
-                            "also on code that never calls your operator. What the task asks needs no setting "
-                            "changed; a project that wants one sets it itself, where it compiles")
+    if changed := changed_compile_setting(settings):
+        name, now, before = changed
+        raise Diagnosis(f"importing your file set {name} to {now!r} (it was {before!r}): a setting of the whole "
+                        "process, so every torch.compile and torch.export after the import runs so, also on code that "
+                        "never calls your operator. What the task asks needs no setting changed; a project that wants "
+                        "one sets it itself, where it compiles")
     return module
 
 
-def differs(value: object, before: object) -> bool:
+def changed_compile_setting(before: dict[str, object]) -> tuple[str, object, object] | None:
+    """(name, value now, value before) of the first compile setting that is not as in `before` (compile_settings());
+    None where all are."""
+    now = compile_settings()
+    return next(((name, now[name], value) for name, value in before.items()
+                 if name in now and _differs(now[name], value)), None)
+
+
+def _differs(value: object, before: object) -> bool:
     try:
         return bool(value != before)
     except Exception:  # noqa: BLE001 - a value without a plain comparison (a tensor): compared by identity

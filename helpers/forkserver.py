@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -150,7 +151,7 @@ _NESTED: dict[tuple[str, ...], tuple[Child, str]] = {}  # this process's nested 
 def nested(preload: tuple[str, ...]) -> str | None:
     """The address of a server forked from the session's that has imported the modules `preload` names as well, for
     this process's own use, started at the first call; None where spawn() would start a new Python. The exercise checks
-    fork from one that has imported the checks (a third of a quick check's time, each time otherwise), while the
+    fork from one that has imported the checks (nearly half of a quick check's time, each time otherwise), while the
     session's server, which the notebooks' kernels fork from too, imports nothing of the workbook. It ends with this
     process: the session's server kills a child whose client is gone."""
     if not (os.environ.get(VARIABLE) and wanted()):
@@ -161,20 +162,23 @@ def nested(preload: tuple[str, ...]) -> str | None:
             _NESTED[preload] = server, address
             return address
         server.close()
-    address = tempfile.mktemp(prefix="workbook-nested-", suffix=".socket")
+    folder = tempfile.mkdtemp(prefix="workbook-nested-")
+    address = os.path.join(folder, "socket")
     program = (f"from helpers import forkserver\n"
                f"forkserver._serve({address!r}, {list(preload)!r}, until_stdin_closes=False, huge_pages=False)")
     with open(os.devnull, "w") as null:
         server = spawn(program, dict(os.environ), os.getcwd(), null.fileno(), null.fileno())
     if isinstance(server, NewPython):  # the session's server is gone: no nesting
         server.close()
+        shutil.rmtree(folder, ignore_errors=True)
         return None
     while not os.path.exists(address):  # bound before it imports anything: a few milliseconds
         if select.select([server._connection], [], [], 0.01)[0]:  # it exited (its return code came)
             server.close()
+            shutil.rmtree(folder, ignore_errors=True)
             return None
     _NESTED[preload] = server, address
-    atexit.register(lambda: os.path.exists(address) and os.unlink(address))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # the socket: the server, killed, leaves it
     return address
 
 

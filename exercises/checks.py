@@ -244,6 +244,9 @@ def _walk_cases():
          nullcontext, _BACKEND_SELECT, {"layout": torch.sparse_bsr}),
         ("aten::empty.memory_format([2, 2], layout=torch.jagged)", torch.ops.aten.empty.memory_format, ([2, 2],),
          nullcontext, _BACKEND_SELECT, {"layout": torch.jagged}),
+        ("aten::empty.memory_format([2], layout=torch.jagged, dtype=torch.qint8), jagged and quantized",
+         torch.ops.aten.empty.memory_format, ([2],), nullcontext, _BACKEND_SELECT,
+         {"layout": torch.jagged, "dtype": torch.qint8}),
         ("aten::_to_copy(sparse y, device=\"cpu\", dtype=torch.float64)", torch.ops.aten._to_copy.default,
          (y.to_sparse(),), nullcontext, _BACKEND_SELECT_TENSORS, {"device": "cpu", "dtype": torch.float64}),
         ("aten::_to_copy(y on meta, device=\"cpu\")", torch.ops.aten._to_copy.default, (y.to("meta"),), nullcontext,
@@ -495,6 +498,8 @@ def walk(path: Path) -> Result:
                             torch.ops.aten.binary_cross_entropy_with_logits.default,
                             (torch.randn(2, 3), torch.rand(2, 3))),
                            ("aten::dropout(a, 0.5, True)", torch.ops.aten.dropout.default,
+                            (torch.randn(2, 3), 0.5, True)),
+                           ("aten::alpha_dropout(a, 0.5, True)", torch.ops.aten.alpha_dropout.default,
                             (torch.randn(2, 3), 0.5, True))]:
         if not (result := walked(f"{what} inside a level of torch.func.vmap", op, args,
                                  lambda: vmap_increment_nesting(2, "error"), _VMAP_KERNEL)).passed:
@@ -507,7 +512,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 31} calls walked as the dispatcher walks them, five of them again after "
+    return Result(True, f"all {len(cases) + 32} calls walked as the dispatcher walks them, five of them again after "
                         "a registration changed; none of them made")
 
 

@@ -2997,6 +2997,8 @@ def register_autocast(path: Path) -> Result:
         received.append((a.dtype, b.dtype))
         seen.extend((weakref.ref(a), weakref.ref(b)))
         torch._check(a.dtype == b.dtype, lambda: f"exercise::mm2: dtypes {a.dtype} and {b.dtype} differ")
+        # A ValueError, as TORCH_CHECK_VALUE raises in a C++ kernel: not every refusal is a RuntimeError.
+        torch._check_value(a.dim() == b.dim() == 2, lambda: f"exercise::mm2: {a.dim()}-D and {b.dim()}-D, not 2-D")
         return a @ b
 
     with operator("mm2(Tensor a, Tensor b) -> Tensor", mm2):
@@ -3070,16 +3072,17 @@ def register_autocast(path: Path) -> Result:
             return None
 
         def refused(where: str) -> str | None:
-            """A call mm2's CPU kernel refuses: its error passes through the reader's kernel, which must leave the
-            thread's state as it found it."""
-            try:
-                op(torch.randn(2, 3), torch.randn(4, 5))
-            except _StateLeft as left:
-                return (f"{where}, a call mm2's CPU kernel refuses (shapes [2, 3] and [4, 5]), its error raised "
-                        f"through your kernel: what is set by hand and unset by hand stays set when an error skips the "
-                        f"line that unsets it. {left}")
-            except RuntimeError:
-                pass
+            """Calls mm2's CPU kernel refuses, with a RuntimeError and with a ValueError: each error passes through
+            the reader's kernel, which must leave the thread's state as it found it."""
+            for shapes, error in (([2, 3], [4, 5]), "RuntimeError"), (([3], [3, 2]), "ValueError"):
+                try:
+                    op(*(torch.randn(shape) for shape in shapes))
+                except _StateLeft as left:
+                    return (f"{where}, a call mm2's CPU kernel refuses (shapes {shapes[0]} and {shapes[1]}), its "
+                            f"{error} raised through your kernel: what is set by hand and unset by hand stays set "
+                            f"when an error skips the line that unsets it. {left}")
+                except (RuntimeError, ValueError):
+                    pass
             return None
 
         def mixed_refused(where: str, a, b) -> str | None:
@@ -4167,6 +4170,8 @@ def vmap_rule(path: Path) -> Result:
                  torch.randn(4, 2, 5, 6), torch.randn(4, 2, 5, 6), (0, 0)),
                 ("x [3, 7, 4] with no batch (three dimensions) and y [5, 3, 4] batched in dimension 0",
                  torch.randn(3, 7, 4), torch.randn(5, 3, 4), (None, 0)),
+                ("x and y [4, 6], both batched in dimension 0: examples of one dimension",
+                 torch.randn(4, 6), torch.randn(4, 6), (0, 0)),
                 ("an empty batch, x [0, 2, 3] and y [0, 4, 3], both batched in dimension 0: examples of 2 and of 4 "
                  "rows, though there is none (torch's own (x * y).sum(1) refuses them under vmap)",
                  torch.randn(0, 2, 3), torch.randn(0, 4, 3), (0, 0))]:
@@ -5708,10 +5713,13 @@ def stable_autograd(path: Path) -> Result:
     from torch.autograd.gradcheck import GradcheckError
 
     build.load("stable")
-    if any(isinstance(node, ast.Assert) for node in ast.walk(ast.parse(path.read_text()))):  # statements, not words
-        return Result(False, "your file checks with assert statements: `python -O` removes them, and a fake kernel "
-                             "that refuses only with assertions on then traces the calls eager refuses. Refuse with "
-                             "an error that always runs (torch._check, or raise), as the CPU kernel's TORCH_CHECKs do")
+    # Statements, not words: an assert, or code under __debug__ (`if __debug__:`), which python -O drops alike.
+    if any(isinstance(node, ast.Assert) or isinstance(node, ast.Name) and node.id == "__debug__"
+           for node in ast.walk(ast.parse(path.read_text()))):
+        return Result(False, "your file checks with assert statements, or under __debug__: `python -O` removes both, "
+                             "and a fake kernel that refuses only with assertions on then traces the calls eager "
+                             "refuses. Refuse with an error that always runs (torch._check, or raise), as the CPU "
+                             "kernel's TORCH_CHECKs do")
     answer = load_python(path)
     library = torch.library.Library("workbook_stable", "FRAGMENT")
     torch.library.register_fake("workbook_stable::add", answer.fake, lib=library)
@@ -6654,6 +6662,9 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          lambda d: ((fresh(x, d),), {"out_dtype": torch.float32}), ops.cast_sum, same),
         (f"mul_out(a, b, out=out) in {name}, out of shape [4, 3] (as many elements, another shape): resized",
          lambda d: ((fresh(a, d), fresh(b, d)), {"out": torch.empty(4, 3, dtype=d)}), ops.mul_out,
+         returns(0, "out")),
+        (f"mul_out(a, b, out=out) in {name}, a and b empty ([5, 0]), out of shape [4, 3]: resized to no element",
+         lambda d: ((fresh(empty, d), fresh(empty, d)), {"out": torch.ones(4, 3, dtype=d)}), ops.mul_out,
          returns(0, "out")),
         (f"x.add_(row.expand(3, 4)) in {name}: a read-only, expanded argument beside the written one",
          lambda d: ((fresh(a, d), fresh(b[:1], d).expand(3, 4)), {}), torch.Tensor.add_, returns(0)),

@@ -234,11 +234,11 @@ def _serve(address: str, preload: list[str], until_stdin_closes: bool = True, hu
     # connection (readable: the client is gone, kill the child) and its pidfd (readable: it exited, send the code).
     children: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (connection, pid)
     killed: set[int] = set()  # pidfds of children killed, not yet exited
+    lifeline = [sys.stdin] if until_stdin_closes else []  # a nested server ends when its parent kills it
     while True:
         clients = {connection.fileno(): pidfd for pidfd, (connection, _) in children.items() if pidfd not in killed}
-        lifeline = [sys.stdin] if until_stdin_closes else []  # a nested server ends when its parent kills it
         ready, _, _ = select.select([listener, *lifeline, *children, *clients], [], [])
-        if sys.stdin in ready and until_stdin_closes:  # closed: the test session is over
+        if sys.stdin in ready:  # closed: the test session is over
             os.unlink(address)
             os._exit(0)  # at once: no interpreter teardown (a second, with torch loaded)
         for fd in ready:

@@ -10,6 +10,7 @@ passes.
 from __future__ import annotations
 
 import ast
+import math
 import random
 import re
 import sys
@@ -563,7 +564,13 @@ def schema(path: Path) -> Result:
             problems.append(f"`{want.name}` {'can only' if want.kwarg_only else 'cannot only'} be passed by keyword in "
                             "the task, and your schema says otherwise (lesson 01, the grammar table)")
         written = bool(have.alias_info and have.alias_info.is_write)
-        if want.alias_info and want.alias_info.is_write and not written:
+        if have.alias_info and (len(have.alias_info.before_set) != 1 or "*" in have.alias_info.before_set):
+            sets = "the wildcard set `*`" if "*" in have.alias_info.before_set else (
+                f"{len(have.alias_info.before_set)} alias sets at once")
+            problems.append(f"`{want.name}`'s annotation puts it in {sets}: an input begins in exactly one alias set, "
+                            "named by a letter. torch's alias analysis refuses anything else: a TorchScript function "
+                            "that calls the operator fails to compile (lesson 01, aliasing)")
+        elif want.alias_info and want.alias_info.is_write and not written:
             problems.append(f"`{want.name}` is written to, and your schema does not say so (lesson 01, aliasing)")
         elif have.alias_info and have.alias_info.after_set != have.alias_info.before_set:
             problems.append(f"`{want.name}`'s annotation says that after the call it belongs to another alias set "
@@ -3519,6 +3526,26 @@ def _sum_squares_mixed_xs(op) -> str | None:
     return None
 
 
+def _sum_squares_empty_batch(op) -> str | None:
+    """An empty batch in a region (bfloat16 xs of no elements, the last batch of a data loader that drops none): an
+    empty tensor is as eligible as any other (torch's is_eligible asks dtype and device, never the size), so the result
+    is float32, as for a full batch; a result whose dtype follows the batch's size breaks whatever comes next."""
+    xs = [torch.empty(0, 4, dtype=_BF16), torch.empty(0, 4, dtype=_BF16)]
+    with _recording_mode() as below:
+        try:
+            out = op(xs, None)
+        except _StateLeft as left:
+            return f"inside autocast, an empty batch (xs: two bfloat16 tensors of shape [0, 4]): {left}"
+    received = [_sum_squares_dtypes(d, 2) for name, d in below.calls if name == _SUM_SQUARES]
+    if out.dtype != _F32 or received != [_sum_squares_dtypes([_F32, _F32], 2)]:
+        return (f"inside autocast, an empty batch (xs: two bfloat16 tensors of shape [0, 4]): the layers below autocast "
+                f"received {'; then '.join(received) or 'nothing'}, and the result is {_dtype_names([out.dtype])}, "
+                "where a full batch's is float32: autocast casts a tensor by its dtype and device, whatever its size, "
+                "so the dtype of a result never depends on how many rows a batch has (lesson 05, section 2: which "
+                "tensors autocast casts)")
+    return None
+
+
 @exercise("05.autocast_guard", "hard", on_crash=_autocast_guard_crash)
 def autocast_guard(path: Path) -> Result:
     load_cpp("exercise05_sum_squares", path, label="your 05_autocast_guard.cpp")
@@ -3561,7 +3588,7 @@ def autocast_guard(path: Path) -> Result:
         except RuntimeError:
             pass
         if problem := (_sum_squares_float64_beside_bfloat16(op) or _sum_squares_integers(op)
-                       or _sum_squares_mixed_xs(op)):
+                       or _sum_squares_mixed_xs(op) or _sum_squares_empty_batch(op)):
             return Result(False, problem)
         try:  # an empty xs, which the CPU kernel refuses too: an Autocast kernel still runs for it (scale's keys)
             print("calling sum_squares([], scale): an empty xs, and a scale", flush=True)  # a crash's last words
@@ -3715,24 +3742,30 @@ def _specialized_sizes(op, cases: list, path: Path, lesson: str) -> Result | Non
                 return Result(False, f"for {what} of symbolic shape {shown} (torch.compile(dynamic=True) and "
                                      f"torch.export with a Dim pass such sizes): your fake kernel raised "
                                      f"{_raised(error, path)}\nLook again at {lesson}.")
-        fixed = {symbol: shape_env.replace(symbol) for symbol in symbols}
-        fixed = {symbol: value for symbol, value in fixed.items() if value.is_number}
-        if fixed:
-            made = ", ".join(f"{symbol} into {value}" for symbol, value in fixed.items())
-            # Where it happened: the line of the reader's file, or the torch function that did it for them.
-            frame = getattr(shape_env.replacements_slocs.get(next(iter(fixed))), "framework_loc", None)
-            file = Path(frame.filename).resolve() if isinstance(frame, traceback.FrameSummary) else None
-            where = ""
-            if file == path.resolve():
-                where = f" (at line {frame.lineno} of your file)"
-            elif file and file.is_relative_to(TORCH_DIR):
-                where = (f" (inside a torch function it calls: {frame.name}, torch/{file.relative_to(TORCH_DIR)}, "
-                         f"line {frame.lineno})")
+        if turned := _sizes_fixed(shape_env, symbols, path):
             return Result(False, f"for {what} of symbolic shape {shown} (as torch.compile(dynamic=True) and "
-                                 f"torch.export with a Dim pass them), your fake kernel turned {made}{where}: the "
+                                 f"torch.export with a Dim pass them), your fake kernel turned {turned}: the "
                                  "traced code then holds for this size only, torch.compile compiles again for every "
                                  f"other size, and export with a Dim refuses it ({lesson})")
     return None
+
+
+def _sizes_fixed(shape_env, symbols: list, path: Path) -> str | None:
+    """'s0 into 3 (at line 12 of your file)' where tracing turned symbolic sizes into numbers, else None."""
+    fixed = {symbol: shape_env.replace(symbol) for symbol in symbols}
+    fixed = {symbol: value for symbol, value in fixed.items() if value.is_number}
+    if not fixed:
+        return None
+    made = ", ".join(f"{symbol} into {value}" for symbol, value in fixed.items())
+    # Where it happened: the line of the reader's file, or the torch function that did it for them.
+    frame = getattr(shape_env.replacements_slocs.get(next(iter(fixed))), "framework_loc", None)
+    file = Path(frame.filename).resolve() if isinstance(frame, traceback.FrameSummary) else None
+    if file == path.resolve():
+        return f"{made} (at line {frame.lineno} of your file)"
+    if file and file.is_relative_to(TORCH_DIR):
+        return f"{made} (inside a torch function it calls: {frame.name}, torch/{file.relative_to(TORCH_DIR)}, line " \
+               f"{frame.lineno})"
+    return made
 
 
 def _sizes_compared(op, path: Path, lesson: str) -> Result | None:
@@ -4007,6 +4040,38 @@ def _vmap_rule_hint(raised: str, x, y, in_dims, xs, returned) -> str:
             "the batch (lesson 06, section 6).")
 
 
+def _vmap_rule_gradients() -> str | None:
+    """Both inputs requiring grad, one batched and the other not (per-example losses against a weight every example
+    shares): the kernel's result keeps its graph to both, as the fallback loop's does (rowdot's Python kernel is made of
+    torch operations, which record)."""
+    for in_dims, batched, shared in (((0, None), "x", "y"), ((None, 0), "y", "x")):
+        x = torch.randn(*((4, 5, 6) if in_dims[0] == 0 else (5, 6)), requires_grad=True)
+        y = torch.randn(*((4, 5, 6) if in_dims[1] == 0 else (5, 6)), requires_grad=True)
+        case = (f"with {batched} batched and {shared} not (a weight every example shares), both requiring grad "
+                "(per-example losses)")
+        fallback_mode = torch._C._get_autograd_fallback_mode()
+        torch._C._set_autograd_fallback_mode("nothing")  # no warning for a kernel with no autograd formula
+        try:
+            out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
+        finally:
+            torch._C._set_autograd_fallback_mode(fallback_mode)
+        if not out.requires_grad:
+            return (f"{case}: the result does not require grad, where the loop of calls vmap's fallback makes keeps its "
+                    "graph: the rule ran the kernel where autograd does not record, so backward through the vmapped "
+                    "call stops there (lesson 06, section 6)")
+        grads = torch.autograd.grad(out.sum(), (x, y), allow_unused=True)
+        wanted = ((y if in_dims[1] == 0 else y.expand(4, 5, 6)) if in_dims[0] == 0 else y.sum(0),
+                  (x if in_dims[0] == 0 else x.expand(4, 5, 6)) if in_dims[1] == 0 else x.sum(0))
+        for name, grad, want in zip("xy", grads, wanted):
+            if grad is None:
+                return (f"{case}: {name} gets no gradient from the result's sum: the rule cut {name} off the graph "
+                        f"(detached, or made a copy where autograd does not record), so training never updates it "
+                        "(lesson 06, section 6)")
+            if not torch.allclose(grad, want, rtol=1e-5, atol=1e-5):
+                return f"{case}: the gradient of the result's sum with respect to {name} is wrong"
+    return None
+
+
 @exercise("06.vmap_rule", "hard")
 def vmap_rule(path: Path) -> Result:
     calls, returned, altered = [], [], []
@@ -4084,23 +4149,8 @@ def vmap_rule(path: Path) -> Result:
                 return Result(False, f"with {case}: right result, but after the call {changed}: your rule changed "
                                      "the caller's thread, and every later call on it (the training step after the "
                                      "vmap) runs so. A rule leaves the thread as it found it (lesson 06, section 6)")
-        # x batched and requiring grad (per-example losses, a model's outputs): the kernel's result keeps its graph, as
-        # the fallback loop's does (rowdot's Python kernel is made of torch operations, which record).
-        xs, y = torch.randn(4, 5, 6, requires_grad=True), torch.randn(5, 6)
-        fallback_mode = torch._C._get_autograd_fallback_mode()
-        torch._C._set_autograd_fallback_mode("nothing")  # no warning for a kernel with no autograd formula
-        try:
-            out = torch.vmap(torch.ops.exercise.rowdot, in_dims=(0, None))(xs, y)
-        finally:
-            torch._C._set_autograd_fallback_mode(fallback_mode)
-        if not out.requires_grad:
-            return Result(False, "with x batched and requiring grad (per-example losses): the result does not require "
-                                 "grad, where the loop of calls vmap's fallback makes keeps its graph: the rule ran "
-                                 "the kernel where autograd does not record, so backward through the vmapped call "
-                                 "stops there (lesson 06, section 6)")
-        if not torch.allclose(torch.autograd.grad(out.sum(), xs)[0], y.expand(4, 5, 6)):
-            return Result(False, "with x batched and requiring grad: the gradient of the result's sum with respect to "
-                                 "x is not y, row by row")
+        if problem := _vmap_rule_gradients():
+            return Result(False, problem)
         # vmap of vmap (examples of examples: per-sample gradients of a batch of models, say): the rule runs at each
         # level, the inner one's result batched at the outer level.
         xs, ys = torch.randn(3, 4, 5, 6), torch.randn(3, 4, 5, 6)
@@ -4178,6 +4228,12 @@ def vmap_rule(path: Path) -> Result:
             try:
                 out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
             except Exception:  # noqa: BLE001 - refused, as each example's call is
+                if changed := _thread_state_changes(thread):
+                    return Result(False, f"with {what}, which the kernel refuses: refused, but after the call "
+                                         f"{changed}: an error raised inside your rule skipped the line that set it "
+                                         "back, and every later call on this thread (the next batch of a training loop "
+                                         "that catches the error) runs so. A rule leaves the thread as it found it, "
+                                         "when an error goes through it too (lesson 06, section 6)")
                 continue
             folded = (" (folded into the rows, an empty batch's [0, 2, 3] and [0, 4, 3] are both [0, 3])"
                       if x.numel() == 0 else "")
@@ -5211,7 +5267,8 @@ def load_before_aoti(path: Path) -> Result:
                 called = {{"n": n, "same": same, "grad_mode": torch.is_grad_enabled(),
                           "inference": isinstance(out, torch.Tensor) and out.is_inference(),
                           "threads": [threads, torch.get_num_threads()], "state": [state, process_state()],
-                          "random": bool(torch.equal(random_state, torch.get_rng_state()))}}
+                          "random": bool(torch.equal(random_state, torch.get_rng_state())),
+                          "package": "workbook_ops" in sys.modules}}
                 print("CALLED", json.dumps(called))
                 stop_unless(same[n] and called["grad_mode"] and not called["inference"]
                             and threads == torch.get_num_threads() and state == process_state() and called["random"])
@@ -5613,6 +5670,13 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, your code loaded {shown[0]}{more} from the workbook's build "
                              "folder: a production machine has none, only the package where pip installed it (here, in "
                              f"a folder of its own).{hint}.")
+    if not done[0]["package"]:
+        return Result(False, f"in the fresh Python, run() on {_AOTI_CALLS[0]} returned the model's output, but the "
+                             "installed package, workbook_ops, was never imported: the operators' library was loaded "
+                             "by other means, and the package's own Python never ran: it refuses a wheel built for "
+                             "another CUDA than torch's before it loads the library, and makes the registrations done "
+                             "from Python (lesson 06's vmap rule), so on another machine a wrong wheel loads silently "
+                             f"and vmap falls back to a loop.{hint}.")
     return Result(True, "same as eager, for both models and the releases deployed over the last one called; a batch "
                         "the package refuses refused; grad mode and threads as they were; the operators from the "
                         "installed package")
@@ -5636,6 +5700,34 @@ def _stable_add_unbacked(op, path: Path) -> str | None:
                     "the trace cannot decide is checked when the call runs (lesson 06, section 5)")
     if out.shape[1] != 3 or out.dim() != 2:
         return f"on two fake tensors of shapes [u0, 3] and [u1, 3], your fake kernel returned shape {list(out.shape)}"
+    return None
+
+
+def _stable_add_backward_symbolic(op, path: Path) -> str | None:
+    """None when setup_context and backward keep symbolic sizes symbolic, as a compiled training step
+    (torch.compile(dynamic=True)) traces them; else what they did."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    shape_env = ShapeEnv()
+    mode = FakeTensorMode(shape_env=shape_env)
+    fake = mode.from_tensor(torch.randn(3, 4), symbolic_context=StatelessSymbolicContext(
+        dynamic_sizes=[DimDynamic.DYNAMIC] * 2))
+    symbols = [size.node.expr for size in fake.shape]
+    case = (f"two float32 tensors of symbolic shape [{', '.join(map(str, symbols))}], both requiring grad, forward then "
+            "backward (as a training step under torch.compile(dynamic=True) traces them)")
+    with mode:
+        inputs = (fake.clone().requires_grad_(), fake.clone().requires_grad_())
+        try:
+            grads = torch.autograd.grad(op(*inputs).sum(), inputs)
+        except Exception as error:  # noqa: BLE001 - the reader's code may raise anything; that is the diagnosis
+            return f"{case}: {_raised(error, path)}"
+    if turned := _sizes_fixed(shape_env, symbols, path):
+        return (f"{case}: your setup_context or backward turned {turned}: the backward then holds for this size only, "
+                "a compiled training step compiles again for every batch size, and one on sizes known only when it "
+                "runs (x[mask]) does not compile. Sizes are kept as the SymInts they are (lesson 06, section 5)")
+    if any(grad.shape != fake.shape for grad in grads):
+        return f"{case}: gradients of shapes {[list(grad.shape) for grad in grads]}, where the inputs' are {symbols}"
     return None
 
 
@@ -5944,7 +6036,7 @@ def stable_autograd(path: Path) -> Result:
                              "their memory: the graph keeps them (saved for backward?), which add's backward does "
                              "not need. torch's own a + b frees them at once (lesson 04, section 1: what forward "
                              "saves)" + hint)
-    if problem := _stable_add_unbacked(op, path):
+    if problem := (_stable_add_unbacked(op, path) or _stable_add_backward_symbolic(op, path)):
         return Result(False, f"{problem}\nLook again at lesson 08, section 2, and lesson 06, section 5.")
     for what, a, b, grads in _stable_add_opcheck_cases():
         a_, b_ = a.detach().requires_grad_(grads[0]), b.detach().requires_grad_(grads[1])  # fresh leaves, same strides
@@ -6019,6 +6111,17 @@ def served(path: Path) -> Result:
                          "(composite ones do not), and which of them have kernels of ours.")
 
 
+def _value_mismatch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Where two tensors of one shape and dtype hold different values, as a bool tensor: NaN matches NaN, and -0.0 does
+    not match 0.0 (torch.equal says otherwise of both; 1 / -0.0 is -inf)."""
+    if a.is_complex():
+        return _value_mismatch(torch.view_as_real(a), torch.view_as_real(b)).any(-1)
+    if not a.is_floating_point():
+        return a != b
+    nan_a, nan_b = a.isnan(), b.isnan()
+    return (nan_a != nan_b) | (~nan_a & ~nan_b & ((a != b) | (a.signbit() != b.signbit())))
+
+
 def _mul_out_cases() -> tuple[dict, dict, dict]:
     """09.inplace_kernel's calls, each a function of `to`, which puts a CPU tensor where the call is made (the device,
     or a copy on the CPU for aten's answer) and returns (self, other, out). A tensor given without `to` stays on the CPU
@@ -6084,6 +6187,7 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "resizes by the inputs, not by the `out` it was)": lambda to: (
             to(images[:1].contiguous()), to(images[1:].contiguous()),
             to(torch.zeros(1, 3, 2, 2).contiguous(memory_format=torch.channels_last))),
+        _MUL_BY_ZERO: lambda to: (to(torch.tensor([-1.0, math.inf, math.nan, 2.0])), torch.tensor(0.0), to(z[0, :4])),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
@@ -6128,6 +6232,9 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
     return plain, harder, refused
 
 
+_MUL_BY_ZERO = "a tensor of -1, inf, nan and 2 times a 0-dim CPU 0.0"
+
+
 def _mul_out_problems() -> list[str]:
     """What a kernel for aten::mul.out at PrivateUse1 must do on the device: [] when it does."""
     problems = []
@@ -6164,7 +6271,8 @@ def _mul_out_problems() -> list[str]:
         return [(t.shape, t.stride(), None if t.is_meta else t.cpu().clone()) for t in tensors]  # meta: no values
 
     def unchanged(before, tensors):
-        return all((t.shape, t.stride()) == (shape, strides) and (values is None or torch.equal(t.cpu(), values))
+        return all((t.shape, t.stride()) == (shape, strides)
+                   and (values is None or not _value_mismatch(t.cpu(), values).any())
                    for (shape, strides, values), t in zip(before, tensors))
 
     strided_other = ("out holds the wrong values, though they were right with contiguous arguments: `other` is a "
@@ -6178,7 +6286,10 @@ def _mul_out_problems() -> list[str]:
                             "after a call on other tensors of the same shape: the product was computed in another "
                             "dtype than aten computes self * other in, or from something kept from that call (a copy "
                             "kept by the argument's address or version?)")
-    wrong_values = {"a transposed view as `other`": strided_other,
+    by_zero = ("out holds {got} at {at}, where aten's mul writes {want}: a product with 0 is not always +0 (IEEE 754: -1 "
+               "* 0 is -0.0, inf * 0 and nan * 0 are nan, the nan that shows an overflow upstream): each element is "
+               "computed, whatever the scalar")
+    wrong_values = {"a transposed view as `other`": strided_other, _MUL_BY_ZERO: by_zero,
                     "a float32 self times a float64 other, both of 4 x 5, into a float64 `out`, right after the call "
                     "above": after_the_call_above}
     with warnings.catch_warnings():
@@ -6212,12 +6323,12 @@ def _mul_out_problems() -> list[str]:
                 elif values.shape != want.shape:
                     problems.append(f"on {case}: out has shape {list(values.shape)} after the call, not the "
                                     "product's: an `out` of another shape is resized")
-                elif values.dtype != want.dtype or not torch.equal(values, want):
+                elif values.dtype != want.dtype or _value_mismatch(values, want).any():
                     wrong = wrong_values.get(case, near if group is harder else None)
                     if wrong is near and not torch.allclose(values.double(), want.double(), rtol=1e-2):
                         wrong = far  # not a rounding: an argument or the product cast to an integer dtype, say
                     if wrong:
-                        at = next(zip(*torch.nonzero(values != want, as_tuple=True)), ())
+                        at = next(zip(*torch.nonzero(_value_mismatch(values, want), as_tuple=True)), ())
                         at = tuple(int(i) for i in at)
                         problems.append(f"on {case}: " + wrong.format(at=list(at), got=values[at].item(),
                                                                       want=want[at].item()))
@@ -6350,7 +6461,9 @@ def _mul_out_problems() -> list[str]:
                            (2.5, "torch.mul(2.5, x, out=out), the number as `self`", torch.randn(3, 4)),
                            (1j, "x.mul_(1j), x in complex64", torch.tensor([1 + 2j, -3j, 0.5], dtype=torch.complex64)),
                            (2j, "torch.mul(x, 2j, out=out), x in complex128",
-                            torch.tensor([1 + 1j, 2, -1j], dtype=torch.complex128))):
+                            torch.tensor([1 + 1j, 2, -1j], dtype=torch.complex128)),
+                           (0, "x.mul_(0), x holding -1, inf, nan and 2",
+                            torch.tensor([-1.0, math.inf, math.nan, 2.0]))):
         if problems:
             break
         on_device = x.to(device.NAME)
@@ -6366,10 +6479,13 @@ def _mul_out_problems() -> list[str]:
             problems.append(raised(f"{how} on the device, a Python {type(number).__name__} among the arguments (a "
                                    "number reaches the kernel as it is)", error))
             continue
-        if not torch.equal(got.cpu(), want := x.clone().mul_(number)):
-            problems.append(f"{how} on the device: {got.cpu().tolist()}, where aten's mul gives {want.tolist()} (a "
-                            "Python number is not a tensor of x's dtype, nor of the default dtype: aten keeps it a "
-                            "double, computes with it in float32 for a float16 x, then rounds once)")
+        if (got.dtype != (want := x.clone().mul_(number)).dtype or got.shape != want.shape
+                or _value_mismatch(got.cpu(), want).any()):
+            why = ("a product with 0 is not always +0: -1 * 0 is -0.0, inf * 0 and nan * 0 are nan" if number == 0 else
+                   "a Python number is not a tensor of x's dtype, nor of the default dtype: aten keeps it a double, "
+                   "computes with it in float32 for a float16 x, then rounds once")
+            problems.append(f"{how} on the device: {got.cpu().tolist()}, where aten's mul gives {want.tolist()} "
+                            f"({why})")
     return problems
 
 

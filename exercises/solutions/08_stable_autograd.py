@@ -12,13 +12,14 @@ it, from Python:
 - a backward (setup_context and backward, for torch.library.register_autograd).
 The check runs opcheck on every dtype the CPU kernel takes, with every combination of requires_grad, on contiguous,
 transposed, expanded and empty inputs; gradcheck, gradgradcheck, and a backward from a float64 grad_output of random
-values; the fake kernel on meta and on symbolic-size fake tensors; and calls the CPU kernel refuses (dtypes, shapes,
-layouts, devices; inputs with no elements too), on meta tensors (one beside a CPU tensor, 0-dim ones too) and, for
-sparse layouts (COO, CSR, CSC, BSR, BSC) and other devices (every device type torch names: cuda, xpu, mps, mtia, xla,
-maia, ipu, hip, vulkan, ve, fpga, lazy, hpu, lesson 09's own privateuseone and more), on fake tensors (refusals that
-always run: not assert statements, which python -O drops); and two calls before their two backwards, of one dtype and of
-two; each call's output is its own (two calls, two tensors); an output the caller drops must be freed at once, its
-memory too while the graph lives on (a loss made from it), and so must inputs the caller drops.
+values; the fake kernel on meta and on symbolic-size fake tensors, and forward then backward on symbolic-size fake
+tensors (as a compiled training step traces them: sizes kept symbolic there too); and calls the CPU kernel refuses
+(dtypes, shapes, layouts, devices; inputs with no elements too), on meta tensors (one beside a CPU tensor, 0-dim ones
+too) and, for sparse layouts (COO, CSR, CSC, BSR, BSC) and other devices (every device type torch names: cuda, xpu, mps,
+mtia, xla, maia, ipu, hip, vulkan, ve, fpga, lazy, hpu, lesson 09's own privateuseone and more), on fake tensors
+(refusals that always run: not assert statements, which python -O drops); and two calls before their two backwards, of
+one dtype and of two; each call's output is its own (two calls, two tensors); an output the caller drops must be freed
+at once, its memory too while the graph lives on (a loss made from it), and so must inputs the caller drops.
 """
 
 import torch

@@ -768,6 +768,18 @@ def _softplus2_fresh_outputs(op) -> list[str]:
                     f"{out[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: an output computed "
                     "for another input (a cache keyed on id(), a data pointer or a version is one of them)"]
         del x, out
+    x = torch.full((4,), 0.5)
+    op(x)
+    # Writes that x's version counter does not count: through .data, and through numpy's view of its memory (a batch
+    # buffer a data loader refills).
+    for write, how in ((lambda: x.data.fill_(1.5), "x.data.fill_(1.5)"),
+                       (lambda: x.numpy().fill(-0.75), "x.numpy().fill(-0.75), numpy's view of x's memory")):
+        write()
+        if not torch.allclose((again := op(x)).double(), expected := torch.log1p(torch.exp(2 * x.double())) / 2):
+            return [f"a call on x, then {how} (a write x's version counter does not count), then a call on x again: "
+                    f"{again[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: the output of "
+                    "x's values before the write, something kept from an earlier call and trusted while x's version "
+                    "stayed the same"]
     x = torch.randn(3)
     first, second, third = op(x), op(x), op(x)
     storages = {out.untyped_storage()._cdata for out in (first, second, third)}

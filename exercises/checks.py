@@ -1697,6 +1697,19 @@ def _inplace_result_freed(op) -> list[str]:
                 "collector runs: the graph refers back to it through `other`, which is y here (an attribute of ctx "
                 "holding other: y -> grad_fn -> ctx -> y), so each step's tensors outlive the step. What backward "
                 "needs is saved with ctx.save_for_backward, which makes no cycle, and only that (lesson 04, section 1)"]
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    y = torch.ones(1000, requires_grad=True).clone()  # kept, and its graph with it, until a backward
+    other = torch.ones(1000, requires_grad=True) * 3  # an intermediate: mul by a number keeps no tensor
+    freed = StorageWeakRef(other.untyped_storage())
+    op(y, other)
+    del other
+    if not freed.expired():
+        return ["y = x.clone(); add_(y, other), other an intermediate; then the caller dropped other while y and its "
+                "graph live on (until a backward): other's memory is still held, where torch's own add_ frees it: "
+                "add_'s backward needs none of other's values, only its dtype. Yours keeps other, or a view or alias "
+                "of it (saved for backward, or kept on ctx: a detached one too), which it does not need (lesson 04, "
+                "section 1: what forward saves)"]
     return []
 
 
@@ -2600,10 +2613,40 @@ def _cube_gradients_owned(cube) -> str | None:
     return None
 
 
+def _cube_large_grad_output_untouched(cube) -> str | None:
+    """_cube_samples' check that backward leaves the gradient it receives as it is, on a large one (4M elements): a
+    write into it only past some size (to save memory) shows there alone."""
+    x = (torch.rand(1 << 22) + 0.5).requires_grad_()
+    grad_output = torch.full_like(x, 0.5)
+    torch.autograd.grad(cube(x), x, grad_output)
+    if torch.all(grad_output == 0.5):
+        return None
+    return ("torch.autograd.grad(cube(x), x, grad_output), x of 4194304 elements and grad_output all 0.5: afterwards, "
+            "grad_output holds other values: your backward wrote into the gradient it received, on a large one. "
+            "autograd hands one gradient tensor to several backwards (the two inputs of an add share it), and the "
+            "caller's grad_output comes in as it is: the next backward to read it reads your result. A backward "
+            "returns a new tensor (lesson 04, section 3: what a backward receives)")
+
+
+def _cube_process_state(cube) -> str | None:
+    """cube and its backward leave the process's settings as they found them."""
+    x = torch.tensor([1e-20, 0.5, -2.0], requires_grad=True)
+    before = _process_state()
+    torch.autograd.grad(cube(x), x, torch.ones(3))
+    if changed := _process_state_changed(before):
+        return (f"after cube(x) and its backward, {changed} was not as before: a setting that outlives the call, "
+                "so everything that runs after it runs changed (a gradient of float32 x = 1e-20 is 3e-40, which "
+                "flushing makes 0). What a kernel or a backward changes, it sets back (lesson 00, section 2)")
+    return None
+
+
 @exercise("04.backward", "medium")
 def backward(path: Path) -> Result:
     with _cube_operator(load_python(path)) as cube:
-        if problem := _cube_samples(cube) or _gradient_undefined(cube, "cube") or _cube_beyond_the_samples(cube):
+        # The process's settings first: a backward that changes one, and never sets it back, leaves it changed for
+        # the checks after it too.
+        if problem := (_cube_process_state(cube) or _cube_samples(cube) or _gradient_undefined(cube, "cube")
+                       or _cube_beyond_the_samples(cube)):
             return Result(False, problem)
         x = torch.tensor(_CUBE_SAMPLES[0][1], dtype=torch.float64, requires_grad=True)
         if not torch.autograd.gradcheck(cube, (x,), raise_exception=False):
@@ -2613,7 +2656,8 @@ def backward(path: Path) -> Result:
         if problem := (_cube_third_derivative(cube) or _cube_saves_through_autograd(cube)
                        or _cube_outputs_freed(cube) or _cube_ctx_holds_no_tensor(cube)
                        or _cube_gradients_owned(cube) or _cube_after_a_data_write(cube)
-                       or _cube_saved_as_given(cube) or _cube_batched_backward(cube) or _cube_first_on_meta(path)):
+                       or _cube_saved_as_given(cube) or _cube_batched_backward(cube) or _cube_first_on_meta(path)
+                       or _cube_large_grad_output_untouched(cube)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -2681,6 +2725,15 @@ def _scale2_saves_nothing(op) -> str | None:
         return ("an output of scale2, dropped by the caller, is still alive: something keeps it (the graph, through "
                 "ctx.out = out: out -> grad_fn -> ctx -> out, a cycle only the collector frees; or a cache of "
                 "outputs), so each step's outputs, and their memory, outlive the step (lesson 04, section 1)")
+    out = op(w * 3)
+    loss = out.sum()  # noqa: F841 - the graph lives on (sum's backward keeps no tensor); the caller drops the output
+    freed = StorageWeakRef(out.untyped_storage())
+    del out
+    if not freed.expired():
+        return ("scale2(h), then loss = out.sum(), then the caller dropped the output while the graph lives on (until "
+                "backward): the output's memory is still held, where torch's own h * 2 frees it: its backward needs "
+                "none of it. Yours keeps the output, or a view or alias of it (saved for backward, or kept on ctx: a "
+                "detached one too), which it does not need (lesson 04, section 1: what forward saves)")
     return None
 
 
@@ -3000,8 +3053,9 @@ def _mm2_seen_by_a_mode(op, activation: torch.Tensor, weight: torch.Tensor) -> s
         return f"{what}: the call raised {type(error).__name__}: {str(error).splitlines()[0][:200]}"
     if not seen:
         return (f"{what}: the mode never saw mm2: the call went on below autocast with a keyset that is not its own "
-                "(one kept from an earlier call, made before the mode was entered?), so every mode, and FakeTensorMode "
-                "tracing for torch.compile, is skipped (lesson 05, section 4)")
+                "(a set of keys written by hand, or one kept from an earlier call, made before the mode was "
+                "entered?): the Python key, which the call's own keyset has inside a mode, is left out, so every mode, "
+                "and FakeTensorMode tracing for torch.compile, is skipped (lesson 05, section 4)")
     if seen[0] != (torch.bfloat16, torch.bfloat16):
         return f"{what}: the mode saw mm2 on {_dtype_names(seen[0])}, where autocast hands it bfloat16 inputs"
     return None
@@ -3550,11 +3604,11 @@ def _sum_squares_empty_batch(op) -> str | None:
             return f"inside autocast, an empty batch (xs: two bfloat16 tensors of shape [0, 4]): {left}"
     received = [_sum_squares_dtypes(d, 2) for name, d in below.calls if name == _SUM_SQUARES]
     if out.dtype != _F32 or received != [_sum_squares_dtypes([_F32, _F32], 2)]:
-        return (f"inside autocast, an empty batch (xs: two bfloat16 tensors of shape [0, 4]): the layers below autocast "
-                f"received {'; then '.join(received) or 'nothing'}, and the result is {_dtype_names([out.dtype])}, "
-                "where a full batch's is float32: autocast casts a tensor by its dtype and device, whatever its size, "
-                "so the dtype of a result never depends on how many rows a batch has (lesson 05, section 2: which "
-                "tensors autocast casts)")
+        return (f"inside autocast, an empty batch (xs: two bfloat16 tensors of shape [0, 4]): the layers below "
+                f"autocast received {'; then '.join(received) or 'nothing'}, and the result is "
+                f"{_dtype_names([out.dtype])}, where a full batch's is float32: autocast casts a tensor by its dtype "
+                "and device, whatever its size, so the dtype of a result never depends on how many rows a batch has "
+                "(lesson 05, section 2: which tensors autocast casts)")
     return None
 
 
@@ -3883,7 +3937,11 @@ def fake_kernel(path: Path) -> Result:
              # Both sliced, and of two dtypes that promote to a third: a cast of each first makes dense copies.
              pair(channels_last.half()[..., ::2], channels_last.bfloat16()[..., ::2]),
              # One sliced channels_last tensor beside a contiguous one, in either order: the two layouts disagree.
-             pair(channels_last[:, :2], torch.randn(2, 2, 4, 5)), pair(torch.randn(2, 2, 4, 5), channels_last[:, :2])]
+             pair(channels_last[:, :2], torch.randn(2, 2, 4, 5)), pair(torch.randn(2, 2, 4, 5), channels_last[:, :2]),
+             # Broadcast along the channels (a per-pixel mask, expanded): a stride of 0 there, which no channels_last
+             # tensor has.
+             pair(*[torch.randn(2, 1, 4, 5).expand(2, 3, 4, 5)] * 2),
+             pair(*[torch.randn(2, 1, 3, 4, 5).expand(2, 3, 3, 4, 5)] * 2)]
     with operator("stack2(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.stack([a, b])) as library:
         torch.library.register_fake("exercise::stack2", load_python(path).fake, lib=library)
         op = torch.ops.exercise.stack2.default
@@ -4052,6 +4110,25 @@ def _vmap_rule_hint(raised: str, x, y, in_dims, xs, returned) -> str:
             "the batch (lesson 06, section 6).")
 
 
+def _vmap_rule_on_meta() -> str | None:
+    """On meta tensors, a device other than the CPU (as a GPU's, or the fake tensors torch.compile traces with), one
+    input batched and the other shared: whatever the rule makes is on the inputs' device."""
+    for in_dims, batched, shared in (((0, None), "x", "y"), ((None, 0), "y", "x"), ((1, 0), "x", None)):
+        x, y = (torch.empty(*((4, 5, 6) if dim == 0 else (5, 4, 6) if dim == 1 else (5, 6)), device="meta")
+                for dim in in_dims)
+        case = (f"on meta tensors (a device other than the CPU, as a GPU's, or the fake tensors torch.compile traces "
+                f"with), {batched} batched" + (f" and {shared} shared by every example" if shared else " in dimension "
+                                               "1 and y in dimension 0"))
+        try:
+            out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
+        except Exception as error:  # noqa: BLE001 - the reader's rule may raise anything; that is the diagnosis
+            return (f"{case}: your rule raised {type(error).__name__}: {str(error).splitlines()[0][:200]}: a tensor "
+                    "the rule makes is made on the inputs' device, in their dtype (lesson 06, section 6)")
+        if (out.shape, out.device.type) != ((4, 5), "meta"):
+            return f"{case}: the result has shape {list(out.shape)} on {out.device}, where [4, 5] on meta is wanted"
+    return None
+
+
 def _vmap_rule_gradients() -> str | None:
     """Both inputs requiring grad, one batched and the other not (per-example losses against a weight every example
     shares): the kernel's result keeps its graph to both, as the fallback loop's does (rowdot's Python kernel is made of
@@ -4068,9 +4145,9 @@ def _vmap_rule_gradients() -> str | None:
         finally:
             torch._C._set_autograd_fallback_mode(fallback_mode)
         if not out.requires_grad:
-            return (f"{case}: the result does not require grad, where the loop of calls vmap's fallback makes keeps its "
-                    "graph: the rule ran the kernel where autograd does not record, so backward through the vmapped "
-                    "call stops there (lesson 06, section 6)")
+            return (f"{case}: the result does not require grad, where the loop of calls vmap's fallback makes keeps "
+                    "its graph: the rule ran the kernel where autograd does not record, so backward through the "
+                    "vmapped call stops there (lesson 06, section 6)")
         grads = torch.autograd.grad(out.sum(), (x, y), allow_unused=True)
         wanted = ((y if in_dims[1] == 0 else y.expand(4, 5, 6)) if in_dims[0] == 0 else y.sum(0),
                   (x if in_dims[0] == 0 else x.expand(4, 5, 6)) if in_dims[1] == 0 else x.sum(0))
@@ -4099,13 +4176,13 @@ def vmap_rule(path: Path) -> Result:
 
     def rule(info, in_dims, x, y):  # the reader's rule, and what it returned: vmap may raise on it after it returns
         plain = not any(torch._C._functorch.is_batchedtensor(t) for t in (x, y))  # inside vmap(vmap(...)): batched
-        given = [(t.shape, t.stride(), t.clone() if plain else None) for t in (x, y)]
+        given = [(t.shape, t.stride(), None if t.is_meta or not plain else t.clone()) for t in (x, y)]  # meta: no data
         out = yours(info, in_dims, x, y)
         returned.append(out)
         for name, t, (shape, stride, values) in zip("xy", (x, y), given):
             if (t.shape, t.stride()) != (shape, stride):
                 how = f"shape {list(shape)} before, {list(t.shape)} after; strides {list(stride)}, {list(t.stride())}"
-            elif plain and not torch.equal(t, values):
+            elif values is not None and not torch.equal(t, values):
                 how = "its values"
             else:
                 continue
@@ -4115,6 +4192,7 @@ def vmap_rule(path: Path) -> Result:
         return out
 
     with operator("rowdot(Tensor x, Tensor y) -> Tensor", rowdot) as library:
+        library.impl("rowdot", rowdot, "Meta")  # the same kernel on meta tensors: a device other than the CPU
         torch.library.register_vmap("exercise::rowdot", rule, lib=library)
         thread = _thread_state()  # the caller's: grad mode on, say, for the training step that follows
         for case, x, y, in_dims, xs, ys in _vmap_rule_cases():
@@ -4214,6 +4292,8 @@ def vmap_rule(path: Path) -> Result:
                                  "as a write through numpy's view of it does not): wrong result, off by up to "
                                  f"{(out - expected).abs().max():.3g}: the rule used y as it was before the write. "
                                  "A rule computes from the inputs it is given")
+        if problem := _vmap_rule_on_meta():
+            return Result(False, problem)
         # Inputs the kernel refuses for each example (the loop of the skeleton's rule refuses them): so must a rule.
         for what, x, y, in_dims in [
                 ("x of shape [4, 1, 6] batched in dimension 0 and y [5, 6] with no batch: rows of 1 and of 5",
@@ -4323,6 +4403,10 @@ def records_graph(path: Path) -> Result:
                   torch.ones(2, device="meta")]),
         ("a sparse COO input that requires grad", False,
          lambda: [torch.ones(2).to_sparse().requires_grad_(), torch.ones(2).to_sparse()]),
+        # Flags answer the question, never the data: a dense copy of this one would take 4 TB.
+        ("a sparse COO input of shape [1000000, 1000000] with 3 elements (an embedding's sparse gradient, say: 4 TB "
+         "as a dense tensor)", False,
+         lambda: [_huge_sparse().requires_grad_(), _huge_sparse()]),
     ]
     cases += [  # last: an answer that reads a tangent where none can be raises on them
         ("a sparse COO input that requires grad, inside forward_ad.dual_level()", True,
@@ -4395,12 +4479,36 @@ def records_graph(path: Path) -> Result:
             while forward_ad._current_level >= 0:  # yours may have opened a level, or left it ours
                 forward_ad.exit_dual_level()
     if not wrong:
-        wrong = _records_graph_after_changes(answer)
+        wrong = _records_graph_after_changes(answer) or _records_graph_sparse_beside_a_tangent(answer)
     if not wrong:
-        return Result(True, f"right in all {count + 3} cases, on tensors whose flags changed between two questions too")
+        return Result(True, f"right in all {count + 5} cases, on tensors whose flags changed between two questions too")
     more = f" (and {len(wrong) - 1} more case{'s' if len(wrong) > 2 else ''})" if len(wrong) > 1 else ""
     return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again "
                          f"at {lesson} and lesson 00, section 2.")
+
+
+def _huge_sparse() -> torch.Tensor:
+    """A sparse COO tensor of shape [10**6, 10**6] with 3 elements (48 bytes of values and indices)."""
+    return torch.sparse_coo_tensor(torch.tensor([[0, 5, 999_999], [7, 5, 0]]), torch.ones(3), (10**6, 10**6))
+
+
+def _records_graph_sparse_beside_a_tangent(answer) -> list[str]:
+    """Inside a dual level, a sparse tensor beside a dense one with a tangent, in both orders: torch's own add and mul
+    take the forward-mode path (they fail there, making the sparse input's zero tangent: "Could not run
+    'aten::_efficientzerotensor' with arguments from the 'SparseCPU' backend"), so the call must record, whatever
+    the order of its tensors."""
+    import torch.autograd.forward_ad as forward_ad
+
+    with forward_ad.dual_level():
+        dense = forward_ad.make_dual(torch.ones(2), torch.ones(2))
+        for order, tensors in (("sparse first", (torch.ones(2).to_sparse(), dense)),
+                               ("the tangent first", (dense, torch.ones(2).to_sparse()))):
+            if answer(*tensors) is not True:
+                return [f"inside forward_ad.dual_level(), a sparse COO tensor and a dense one with a forward-mode "
+                        f"tangent, {order} (torch.add and torch.mul take the forward-mode path for these: they fail "
+                        "making the sparse input's zero tangent; your answer: False): a tangent on any input records, "
+                        "whatever the order of the inputs, and a sparse one beside it has no tangent to read"]
+    return []
 
 
 def _records_graph_after_changes(answer) -> list[str]:
@@ -5726,8 +5834,8 @@ def _stable_add_backward_symbolic(op, path: Path) -> str | None:
     fake = mode.from_tensor(torch.randn(3, 4), symbolic_context=StatelessSymbolicContext(
         dynamic_sizes=[DimDynamic.DYNAMIC] * 2))
     symbols = [size.node.expr for size in fake.shape]
-    case = (f"two float32 tensors of symbolic shape [{', '.join(map(str, symbols))}], both requiring grad, forward then "
-            "backward (as a training step under torch.compile(dynamic=True) traces them)")
+    case = (f"two float32 tensors of symbolic shape [{', '.join(map(str, symbols))}], both requiring grad, forward "
+            "then backward (as a training step under torch.compile(dynamic=True) traces them)")
     with mode:
         inputs = (fake.clone().requires_grad_(), fake.clone().requires_grad_())
         try:
@@ -6298,8 +6406,8 @@ def _mul_out_problems() -> list[str]:
                             "after a call on other tensors of the same shape: the product was computed in another "
                             "dtype than aten computes self * other in, or from something kept from that call (a copy "
                             "kept by the argument's address or version?)")
-    by_zero = ("out holds {got} at {at}, where aten's mul writes {want}: a product with 0 is not always +0 (IEEE 754: -1 "
-               "* 0 is -0.0, inf * 0 and nan * 0 are nan, the nan that shows an overflow upstream): each element is "
+    by_zero = ("out holds {got} at {at}, where aten's mul writes {want}: a product with 0 is not always +0 (IEEE 754: "
+               "-1 * 0 is -0.0, inf * 0 and nan * 0 are nan, the nan that shows an overflow upstream): each element is "
                "computed, whatever the scalar")
     wrong_values = {"a transposed view as `other`": strided_other, _MUL_BY_ZERO: by_zero,
                     "a float32 self times a float64 other, both of 4 x 5, into a float64 `out`, right after the call "
@@ -6498,6 +6606,21 @@ def _mul_out_problems() -> list[str]:
                    "computes with it in float32 for a float16 x, then rounds once")
             problems.append(f"{how} on the device: {got.cpu().tolist()}, where aten's mul gives {want.tolist()} "
                             f"({why})")
+    # Two numbers, `out` on the device: aten multiplies them in the dtype torch computes them in (the default float
+    # dtype for a float), then stores the product in out, resized to 0 dimensions.
+    for self, other, dtype in ((2, 3.5, torch.float32), (3, 7, torch.int64), (0.5, 4, torch.float64)):
+        if problems:
+            break
+        how = (f"torch.mul({self}, {other}, out=out), two Python numbers and a {_dtype_names([dtype])} `out` on the "
+               "device")
+        want = torch.mul(self, other, out=torch.empty(0, dtype=dtype))
+        try:
+            got = torch.mul(self, other, out=(out := torch.empty(0, dtype=dtype).to(device.NAME)))
+        except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
+            problems.append(raised(how, error) + ", where aten's mul writes their product into out")
+            continue
+        if got is not out or out.shape != want.shape or not torch.equal(out.cpu(), want):
+            problems.append(f"{how}: out is {out.cpu()}, where aten's mul makes it {want}")
     return problems
 
 

@@ -15,7 +15,8 @@ step, written), inside a TorchDispatchMode, which must see the call, on a tensor
 (torch's TwoTensor), on complex tensors under a loss that gives the output a complex gradient (a real `other` added into
 a complex `x` too, and a complex64 one into a complex128 one), on dual tensors (forward-mode AD, inside torch.no_grad()
 too: the right tangent, or a refusal) and from two threads at once; each call must leave the thread's dispatch state as
-it found it, and the tensor it wrote must be freed once the caller drops it (add_(y, y) too).
+it found it, and the tensor it wrote must be freed once the caller drops it (add_(y, y) too), and so must `other`, while
+the written tensor's graph lives on.
 """
 
 import torch

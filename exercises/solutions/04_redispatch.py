@@ -13,8 +13,9 @@ subclass, and one that requires grad: the right tangent, recorded, the caller's 
 tensor subclass with `__torch_dispatch__` (torch's TwoTensor), and from two threads at once. Each call, the refused one
 too, must leave the thread's dispatch state as it found it, and backward must stay differentiable (create_graph=True),
 leave the gradient it receives as it is, keep nothing it does not need (x and the output may change after the call, and
-x's memory is freed when the caller drops x), take a gradient that arrives undefined (a node below that gives none; on
-meta tensors too) or sparse for a dense x, and leave no cycle that keeps the output alive.
+the memory of x, and of the output, is freed when the caller drops it, while the graph lives on), take a gradient that
+arrives undefined (a node below that gives none; on meta tensors too) or sparse for a dense x, and leave no cycle that
+keeps the output alive.
 """
 
 import torch

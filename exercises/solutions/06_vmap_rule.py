@@ -7,13 +7,13 @@ vmap's fallback loop. Make it call the kernel once for the whole batch, whicheve
 
 A rule gets `in_dims`, one entry per input: the dimension of that input that holds the batch, or None where the input
 has no batch (the same x, or y, for every example). `info.batch_size` is the batch's size B. It returns (result, the
-batch dimension of the result). The check vmaps with each input batched in any dimension or not at all, over any
-strides, an empty batch, empty rows, matrices with no rows, float64 and int64 values, x and y that require grad, one
-batched and the other shared by every example (their gradients through the result), and vmap of vmap, and counts the
-kernel's calls and the rows each takes; it keeps a first call's result while it makes a second; it also hands it inputs
-the kernel refuses for each example (two shapes, two dtypes, three dimensions, batched or not; in an empty batch too),
-and calls it again on an input written in between (in place, and through `.data`). After each call, a refused one too,
-the thread's state (grad mode, the dispatch key sets) must be as it was.
+batch dimension of the result). The check vmaps on CPU and meta tensors, with each input batched in any dimension or not
+at all, over any strides, an empty batch, empty rows, matrices with no rows, float64 and int64 values, x and y that
+require grad, one batched and the other shared by every example (their gradients through the result), and vmap of vmap,
+and counts the kernel's calls and the rows each takes; it keeps a first call's result while it makes a second; it also
+hands it inputs the kernel refuses for each example (two shapes, two dtypes, three dimensions, batched or not; in an
+empty batch too), and calls it again on an input written in between (in place, and through `.data`). After each call, a
+refused one too, the thread's state (grad mode, the dispatch key sets) must be as it was.
 """
 
 import torch

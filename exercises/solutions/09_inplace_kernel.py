@@ -15,9 +15,10 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
   RuntimeError, a product that `out`'s dtype cannot hold, by its dtype, whatever its values (a float product into an
   integer `out`, whole numbers too, an empty product too);
 - accept a 0-dim CPU tensor as `self` or `other` (a scalar), and a Python number (x.mul_(2), z.mul_(1j),
-  torch.mul(x, 2.5, out=out) and torch.mul(2.5, x, out=out) hand the kernel one), and refuse any other tensor not on the
-  device (a CPU tensor, `out` included; a 0-dim tensor of another device: a CUDA scalar beside the device's tensors
-  comes here, since PrivateUse1 outranks CUDA), with a RuntimeError that names the argument;
+  torch.mul(x, 2.5, out=out) and torch.mul(2.5, x, out=out) hand the kernel one; torch.mul(2, 3.5, out=out) two), and
+  refuse any other tensor not on the device (a CPU tensor, `out` included; a 0-dim tensor of another device: a CUDA
+  scalar beside the device's tensors comes here, since PrivateUse1 outranks CUDA), with a RuntimeError that names the
+  argument;
 - leave every argument as it was when it refuses a call, and leave `self` and `other` as they were, unless one of
   them is `out`.
 The check calls it on each of these cases, compares with aten's own mul on the CPU, calls it again after an argument
@@ -43,6 +44,8 @@ def mul_out(self, other, *, out):
     computed_in = torch.result_type(self, other)
     if not torch.can_cast(computed_in, out.dtype):
         raise RuntimeError(f"mul.out: the product's type {computed_in} can't be cast to `out`'s {out.dtype}")
+    if not isinstance(self, torch.Tensor) and not isinstance(other, torch.Tensor):  # torch.mul(2, 3.5, out=out)
+        self = torch.tensor(self)  # two numbers make a number: the first as a tensor, so that their product is one
     # Our mul kernel, in the promoted dtype, into a new tensor: out may be self or other, read here before written.
     product = self * other
     if out.shape != product.shape and (out is self or out is other):  # aten will not grow an input under its reader

@@ -16,7 +16,8 @@
 // once after the region; then in three more regions on the same tensors, changed in between (in place under no_grad,
 // then through `.data`). It records the dtypes the layers below autocast receive, checks the results and gradients,
 // whether the tensors it gave are freed after their calls (a refused call's too), and compares the thread-local include
-// and exclude sets before and after each call, the refused ones included.
+// and exclude sets before and after each call, the refused ones included. Last, a region on an empty batch (bfloat16
+// xs with no rows).
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>

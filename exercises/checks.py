@@ -3597,7 +3597,7 @@ def _sum_squares_empty_batch(op) -> str | None:
     empty tensor is as eligible as any other (torch's is_eligible asks dtype and device, never the size), so the result
     is float32, as for a full batch; a result whose dtype follows the batch's size breaks whatever comes next."""
     xs = [torch.empty(0, 4, dtype=_BF16), torch.empty(0, 4, dtype=_BF16)]
-    with _recording_mode() as below:
+    with torch.autocast("cpu"), _recording_mode() as below:
         try:
             out = op(xs, None)
         except _StateLeft as left:
@@ -3654,7 +3654,7 @@ def autocast_guard(path: Path) -> Result:
         except RuntimeError:
             pass
         if problem := (_sum_squares_float64_beside_bfloat16(op) or _sum_squares_integers(op)
-                       or _sum_squares_mixed_xs(op) or _sum_squares_empty_batch(op)):
+                       or _sum_squares_mixed_xs(op)):
             return Result(False, problem)
         try:  # an empty xs, which the CPU kernel refuses too: an Autocast kernel still runs for it (scale's keys)
             print("calling sum_squares([], scale): an empty xs, and a scale", flush=True)  # a crash's last words
@@ -3692,7 +3692,7 @@ def autocast_guard(path: Path) -> Result:
             if isinstance(problem := _sum_squares_call(op, where, [_BF16, _F16], None, _F32, inputs), str):
                 return Result(False, problem)
     if problem := (_sum_squares_fresh_tensors(op) or _sum_squares_inputs_freed(op)
-                   or _sum_squares_in_threads(op)):
+                   or _sum_squares_in_threads(op) or _sum_squares_empty_batch(op)):
         return Result(False, problem)
     return Result(True, (
         "float32 below autocast for every eligible input, xs and scale, float8 too, in one region and again in a "

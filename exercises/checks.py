@@ -2840,7 +2840,9 @@ def redispatch(path: Path) -> Result:
                    lambda: (values * 1j).conj().imag, nullcontext, "CPU"),
                   ("a ZeroTensor (torch._efficientzerotensor: what autograd hands on for a gradient or tangent known "
                    "to be zero; it carries the ZeroTensor key, and has no memory of its own)",
-                   lambda: torch._efficientzerotensor(3), nullcontext, "CPU")]
+                   lambda: torch._efficientzerotensor(3), nullcontext, "CPU"),
+                  ("a 0-dim CPU tensor that requires grad (a learnable scale), inside a TorchDispatchMode",
+                   lambda: torch.tensor(1.5, requires_grad=True), _recording_mode, "CPU")]
         for what, make, context, key in cases:
             x = make()
             ran.clear()
@@ -2910,7 +2912,7 @@ def redispatch(path: Path) -> Result:
             dense = out.detach().unbind()[0] if out.is_nested else out.detach().to_dense()
             viewed = x.is_complex() or x.is_neg()  # conjugate and negative views: 2x as it reads, resolved
             want = (torch.zeros(3) if x._is_zerotensor() else 2 * x.detach().resolve_conj().resolve_neg() if viewed
-                    else values * 2 if x.numel() else torch.empty(0))
+                    else 2 * x.detach() if x.dim() == 0 else values * 2 if x.numel() else torch.empty(0))
             if not torch.equal(dense, want):
                 return Result(False, f"on {what}: scale2(x) gave {dense.tolist()}")
             if x.requires_grad and out.grad_fn is None:
@@ -2929,7 +2931,7 @@ def redispatch(path: Path) -> Result:
                     return Result(False, f"on {what}: backward from the output to x failed: "
                                          f"{str(error).splitlines()[0][:160]}. The output must be linked to x by "
                                          f"autograd (lesson 04, section 1).\nLook again at {_PASSING_ON}")
-                if not torch.equal(grad.to_dense(), torch.full((x.numel(),), 2.0)):
+                if not torch.equal(grad.to_dense(), torch.full(x.shape, 2.0)):
                     return Result(False, f"on {what}: gradient {grad.to_dense().tolist()}, should be 2s")
         # A call no kernel below autograd takes (none for sparse CSR tensors): it raises inside forward, and must
         # leave the thread's dispatch state as it found it all the same.
@@ -4403,6 +4405,9 @@ def records_graph(path: Path) -> Result:
                   torch.ones(2, device="meta")]),
         ("a sparse COO input that requires grad", False,
          lambda: [torch.ones(2).to_sparse().requires_grad_(), torch.ones(2).to_sparse()]),
+        ("a forward-mode tangent on a tensor subclass that prints itself its own way (as DTensor and many wrapper "
+         "subclasses do)", True, lambda: [forward_ad.make_dual(leaf().as_subclass(_PrintedItsOwnWay), torch.ones(2)),
+                                          leaf()]),
         # Flags answer the question, never the data: a dense copy of this one would take 4 TB.
         ("a sparse COO input of shape [1000000, 1000000] with 3 elements (an embedding's sparse gradient, say: 4 TB "
          "as a dense tensor)", False,
@@ -4485,6 +4490,13 @@ def records_graph(path: Path) -> Result:
     more = f" (and {len(wrong) - 1} more case{'s' if len(wrong) > 2 else ''})" if len(wrong) > 1 else ""
     return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again "
                          f"at {lesson} and lesson 00, section 2.")
+
+
+class _PrintedItsOwnWay(torch.Tensor):
+    """A tensor subclass with a __repr__ of its own (DTensor has one): what it prints says nothing of its flags."""
+
+    def __repr__(self):
+        return "_PrintedItsOwnWay(...)"
 
 
 def _huge_sparse() -> torch.Tensor:
@@ -5400,11 +5412,15 @@ def load_before_aoti(path: Path) -> Result:
                 answer.run(model_pt2, x)  # x again, then its rows reversed: each right after x itself
                 flushing = torch.set_flush_denormal(True)
                 torch.set_float32_matmul_precision("high")  # and chose its own matmul precision
+                torch.use_deterministic_algorithms(True, warn_only=True)  # and warns of nondeterministic kernels
                 flipped = answer.run(model_pt2, x.flip(0))
                 kept = ((not flushing or (torch.tensor([1e-40]) * 1.0).item() == 0.0)
-                        and torch.get_float32_matmul_precision() == "high")
+                        and torch.get_float32_matmul_precision() == "high"
+                        and torch.are_deterministic_algorithms_enabled()
+                        and torch.is_deterministic_algorithms_warn_only_enabled())
                 torch.set_flush_denormal(False)
                 torch.set_float32_matmul_precision("highest")
+                torch.use_deterministic_algorithms(False)
                 print("FLIPPED", json.dumps({{"n": n, "same": (same := bool(torch.allclose(flipped, outputs[n].flip(0),
                                                                                          atol=1e-6))),
                                              "middle": middle_same, "flushing kept": kept}}))
@@ -5442,7 +5458,7 @@ def load_before_aoti(path: Path) -> Result:
             print("THROUGH A LINK", json.dumps({{"same": (same := bool(torch.allclose(out, outputs[1], atol=1e-6)))}}))
             stop_unless(same)
             for name, wrong in (("ONE ROW", torch.zeros(1, x.shape[1])), ("FLOAT64", x.double()),
-                                ("INT64", x.long())):
+                                ("INT64", x.long()), ("FLOAT16", x.half())):
                 threads = torch.get_num_threads()
                 try:  # 1 row, below the smallest batch the package takes; float64: these the input checks refuse
                     answer.run(model_pt2, wrong)
@@ -5457,6 +5473,19 @@ def load_before_aoti(path: Path) -> Result:
                 answer.run(model_pt2, x)
                 print("NO GRAD", json.dumps({{"grad_mode": (grad_mode := torch.is_grad_enabled())}}))
             stop_unless(not grad_mode)
+            # A caller that chose its precision through the per-backend API (torch.backends.<backend>.matmul.
+            # fp32_precision), after which torch's legacy getter refuses to read one ("a mix of the legacy and new
+            # APIs")
+            torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+            try:
+                answer.run(model_pt2, x)
+                raised = ""
+            except Exception as error:  # noqa: BLE001 - what the answer raised, said
+                raised = f"{{type(error).__name__}}: {{str(error).splitlines()[0][:160]}}"
+            new_api = {{"raised": raised, "kept": torch.backends.mkldnn.matmul.fp32_precision == "bf16"}}
+            torch.backends.mkldnn.matmul.fp32_precision = "none"
+            print("NEW API", json.dumps(new_api))
+            stop_unless(not raised and new_api["kept"])
 
             def models_mapped(kept_only=False):  # the compiled models' libraries the process maps (Linux only)
                 if not os.path.exists("/proc/self/maps"):
@@ -5510,11 +5539,12 @@ def load_before_aoti(path: Path) -> Result:
             buffer.numpy()[...] = torch.randn(x.shape, generator=torch.Generator().manual_seed(8)).numpy()
             third_out = answer.run(model_pt2, buffer)
             right = answer.run(model_pt2, second_in)
+            again = answer.run(model_pt2, second_in.clone())  # the same rows again, right after
             refilled = {{"same": bool(torch.allclose(second_out, right, atol=1e-6)),
                         "own": second_out.untyped_storage().data_ptr() != first_out.untyped_storage().data_ptr(),
                         "numpy": bool(torch.allclose(third_out, answer.run(model_pt2, buffer.clone()), atol=1e-6)),
                         # the same rows twice (second_in, a copy of what the buffer held): two outputs all the same
-                        "apart": right.untyped_storage().data_ptr() != second_out.untyped_storage().data_ptr()}}
+                        "apart": len({{out.untyped_storage().data_ptr() for out in (second_out, right, again)}}) == 3}}
             print("REFILLED", json.dumps(refilled))
             stop_unless(refilled["same"] and refilled["own"] and refilled["numpy"] and refilled["apart"])
 
@@ -5612,10 +5642,12 @@ def load_before_aoti(path: Path) -> Result:
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
                  "what it does not")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
-    (imported, redeployed, twice, through_a_link, one_row, float64, int64, no_grad, mapped, after_refusals,
+    (imported, redeployed, twice, through_a_link, one_row, float64, int64, float16, no_grad, new_api, mapped,
+     after_refusals,
      another_name, refilled, still_named, in_turn, releases, linked, to_one_loaded, flipped, kept) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
-        for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "NO GRAD",
+        for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "FLOAT16",
+                     "NO GRAD", "NEW API",
                      "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "IN TURN", "RELEASES",
                      "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT"))
     for call in done:
@@ -5646,8 +5678,10 @@ def load_before_aoti(path: Path) -> Result:
                                  "its output.")
     if wrong := next((call for call in flipped if not call["flushing kept"]), None):
         return Result(False, f"in the fresh Python, a caller that flushes denormal numbers to zero "
-                             f"(torch.set_flush_denormal(True)) and chose its float32 matmul precision (\"high\") "
-                             f"called run() on {_AOTI_CALLS[wrong['n']]}, and found one of them changed after it: "
+                             f"(torch.set_flush_denormal(True)), chose its float32 matmul precision (\"high\") and "
+                             "warns of nondeterministic kernels (torch.use_deterministic_algorithms(True, "
+                             f"warn_only=True)) called run() on {_AOTI_CALLS[wrong['n']]}, and found one of them "
+                             "changed after it (warn-only mode is a setting too): "
                              "run() set a setting back to torch's default, not to what it found. run() changes nothing "
                              f"but its output.{hint}.")
     if wrong := next((call for call in flipped if not call["middle"]), None):
@@ -5699,15 +5733,25 @@ def load_before_aoti(path: Path) -> Result:
                              f"process's number of threads at {one_row[0]['threads'][1]}, where it was "
                              f"{one_row[0]['threads'][0]}: a setting changed by hand must be restored on every way "
                              "out, an error's included (try/finally).")
-    for wrong, dtype in ((float64, "float64"), (int64, "int64")):
+    for wrong, dtype in ((float64, "float64"), (int64, "int64"), (float16, "float16")):
         if not wrong[0]["refused"]:
             return Result(False, f"in the fresh Python, run() on {dtype} rows, where the package was exported for "
                                  "float32, returned a result: the input checks that AOTI_RUNTIME_CHECK_INPUTS=1 turns "
-                                 f"on, which refuse them, did not run on what the caller gave.{hint}.")
+                                 f"on, which refuse them, did not run on what the caller gave (converted first?): a "
+                                 f"caller that sends {dtype} gets what it did not ask for.{hint}.")
     if no_grad[0]["grad_mode"]:
         return Result(False, "in the fresh Python, run() called inside torch.no_grad() left grad mode on: code that "
                              "changes thread-local state must restore what it found, not what it expects (lesson 00, "
                              "section 2).")
+    if new_api and (new_api[0]["raised"] or not new_api[0]["kept"]):
+        what = (f"raised {new_api[0]['raised']}" if new_api[0]["raised"] else
+                "changed it (torch.backends.mkldnn.matmul.fp32_precision is no longer \"bf16\")")
+        return Result(False, "in the fresh Python, a caller that chose its float32 matmul precision through the "
+                             "per-backend API torch's documentation recommends (torch.backends.mkldnn.matmul."
+                             f"fp32_precision = \"bf16\") called run(), which {what}: once that API is used, "
+                             "torch.get_float32_matmul_precision() refuses to read the setting (a mix of the legacy "
+                             "and new APIs). run() changes nothing but its output, and needs no setting read or set "
+                             f"for it.{hint}.")
     for step, what, why in (
             (mapped, "run() four more times on one file",
              "run() loaded the package at each call, and a model's library stays mapped after the model is dropped "
@@ -5739,8 +5783,9 @@ def load_before_aoti(path: Path) -> Result:
                              f"calls (as a server reuses one), returned the second time {got}. Each call returns the "
                              f"model's output for its input as it is then, a tensor of the caller's own.{hint}.")
     if refilled and not refilled[0]["apart"]:
-        return Result(False, "in the fresh Python, run() on the same rows twice (a second request as the first) "
-                             "returned the second time the first call's output itself, the same memory: a caller that "
+        return Result(False, "in the fresh Python, run() on the same rows twice (a second request as the first, and "
+                             "one right after it) returned the second time the first call's output itself, the same "
+                             "memory: a caller that "
                              "writes into its output (post-processing in place) changes what the next request gets. "
                              f"Each call returns a tensor of the caller's own.{hint}.")
     if in_turn and in_turn[0]["grew"]:

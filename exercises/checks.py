@@ -780,6 +780,16 @@ def _softplus2_fresh_outputs(op) -> list[str]:
                     f"{again[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: the output of "
                     "x's values before the write, something kept from an earlier call and trusted while x's version "
                     "stayed the same"]
+    with torch.inference_mode():  # a server's buffer, updated in place: an inference tensor has no version counter
+        x = torch.full((4,), 0.5)
+        op(x)
+        x.add_(3)
+        again, expected = op(x), torch.log1p(torch.exp(2 * x.double())) / 2
+    if not torch.allclose(again.double(), expected):
+        return [f"inside torch.inference_mode(), a call on x, then x.add_(3), then a call on x again: "
+                f"{again[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: the output of x's "
+                "values before the write, something kept from an earlier call (an inference tensor has no version "
+                "counter to tell a write)"]
     x = torch.randn(3)
     first, second, third = op(x), op(x), op(x)
     storages = {out.untyped_storage()._cdata for out in (first, second, third)}
@@ -1136,9 +1146,13 @@ def _first_wrong_in_threads(call, arguments) -> str | None:
     first wrong result one of them reports (a string), else None."""
     import threading
 
-    wrong = []
-    threads = [threading.Thread(target=lambda argument: wrong.append(call(argument)), args=(argument,))
-               for argument in arguments]
+    wrong, start = [], threading.Barrier(len(arguments))  # all at once: none done before the last has started
+
+    def run(argument):
+        start.wait()
+        wrong.append(call(argument))
+
+    threads = [threading.Thread(target=run, args=(argument,)) for argument in arguments]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -1253,7 +1267,10 @@ def meta_kernel(path: Path) -> Result:
                              "that holds no product: your kernel answers for backends beyond Meta (a registration at a "
                              "key that stands for several?). A Meta kernel is registered at Meta (lesson 02, section "
                              "2)")
-    if filled := [key for key in ("CUDA", "XPU", "MPS", "HIP", "PrivateUse1")
+    # The sparse and nested meta keys too: a sparse fake tensor (torch.compile tracing) reaches them, where eager on
+    # the real tensors finds no kernel.
+    if filled := [key for key in ("CUDA", "XPU", "MPS", "HIP", "PrivateUse1", "SparseMeta", "SparseCsrMeta",
+                                  "NestedTensorMeta", "SparseCPU", "SparseCsrCPU", "MkldnnCPU")
                   if torch._C._dispatch_has_kernel_for_dispatch_key("exercise02::outer", key)]:
         return Result(False, f"outer's dispatch table has a kernel at {filled[0]}, where it has none to compute with: "
                              "your kernel answers for backends beyond Meta (a registration at a key that stands for "
@@ -2988,6 +3005,20 @@ def redispatch(path: Path) -> Result:
         if not torch.equal(grad.to_dense(), torch.tensor([0.0, 6.0, 0.0])):
             return Result(False, f"{doing}: x's gradient is {grad.to_dense().tolist()}, where 2 * the gradient is "
                                  "[0, 6, 0]")
+        if grad.layout != torch.sparse_coo:
+            return Result(False, f"{doing}: x's gradient is {grad.layout}, where torch's own x * 2 hands a sparse one "
+                                 "on as sparse (an embedding's gradient: torch.optim.SparseAdam refuses a dense one, "
+                                 "and a dense one costs memory per element, not per value stored). The gradient's "
+                                 f"layout is the gradient's.\nLook again at {_PASSING_ON}")
+        # A caller that excluded an autograd key itself (its own guard): what forward excludes for its call, it
+        # gives back as it found it, not as "not excluded".
+        nested = torch._C.DispatchKey.AutogradNestedTensor
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(nested)):
+            try:
+                op(values.clone().requires_grad_())
+            except _StateLeft as left:
+                return Result(False, "a caller that had AutogradNestedTensor excluded on its thread (a guard of its "
+                                     f"own) called scale2 on a dense x that requires grad: {left}")
         x = torch.ones(3)
         first = op(x)
         first.add_(1)  # the caller's to write into: a new tensor, as the schema promises
@@ -3161,20 +3192,21 @@ def register_autocast(path: Path) -> Result:
             return None
 
         def mixed_refused(where: str, a, b) -> str | None:
-            """float32 and float64 inputs: autocast casts the float32 one alone (float64 is not eligible), and the
-            kernel refuses the two dtypes, as it does outside a region."""
+            """A float32 and a float64 input, in either order: autocast casts the float32 one alone (float64 is not
+            eligible), and the kernel refuses the two dtypes, as it does outside a region."""
             received.clear()
+            call = f"mm2({_dtype_names((a.dtype, b.dtype), ', ')})"
             try:
                 op(a, b)
             except _StateLeft as left:
-                return f"{where}, mm2(float32, float64): {left}"
+                return f"{where}, {call}: {left}"
             except RuntimeError:
                 return None
-            return (f"{where}, mm2(float32, float64) ran, its CPU kernel given {_dtype_names(received[-1])}: autocast "
-                    "casts each eligible input (floating point, not float64) and leaves the others, so the kernel "
-                    "gets bfloat16 and float64 and refuses them, as it refuses float32 and float64 outside a region. "
-                    "Deciding from one input casts a float64 weight to bfloat16 (lesson 05, section 2: what "
-                    "cached_cast casts)")
+            return (f"{where}, {call} ran, its CPU kernel given {_dtype_names(received[-1])}: autocast casts each "
+                    "eligible input (floating point, not float64) and leaves the others, so the kernel gets the "
+                    "float64 one as it is beside a bfloat16 one, and refuses them, as it refuses float32 and float64 "
+                    "outside a region. Deciding from one input casts a float64 one to bfloat16 (lesson 05, section 2: "
+                    "what cached_cast casts)")
 
         def gradient(a, b, out) -> str | None:  # after the region (lesson 05, section 6: backward outside it)
             if out.grad_fn is not None:
@@ -3214,7 +3246,8 @@ def register_autocast(path: Path) -> Result:
                        or refused("inside autocast")
                        or mixed_refused("inside autocast", activation, weight.double())
                        or call("inside autocast, an empty float32 activation (0 x 3: no proposals found, an empty "
-                               "last batch)", torch.randn(0, 3), weight, torch.bfloat16))
+                               "last batch)", torch.randn(0, 3), weight, torch.bfloat16)
+                       or mixed_refused("inside autocast", activation.double(), weight32.detach()))
             with_grad_out = None if problem else op(*with_grad)
         problem = problem or gradient(*with_grad, with_grad_out)
         problem = problem or call("after the autocast region", activation, weight32, torch.float32)
@@ -3526,10 +3559,12 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
 
 
 def _sum_squares_integers(op) -> str | None:
-    """Inside a region, int64 xs, then complex64 ones: not eligible, so they reach the CPU kernel as they are, which
-    refuses them."""
+    """Inside a region, int64 xs, then complex64 ones, then int8, uint8 and bool ones (narrower than float32, and still
+    not floating point): not eligible, so they reach the CPU kernel as they are, which refuses them."""
     for xs in ([torch.tensor([1, 3, 5, 2]), torch.tensor([4, 2, 1, 3])],
-               [torch.tensor([1 + 2j, 3j]), torch.tensor([2 - 1j, 1 + 1j])]):
+               [torch.tensor([1 + 2j, 3j]), torch.tensor([2 - 1j, 1 + 1j])],
+               *([torch.tensor([1, 0, 1]).to(dtype), torch.tensor([0, 1, 1]).to(dtype)]
+                 for dtype in (torch.int8, torch.uint8, torch.bool))):
         dtype = _dtype_names([xs[0].dtype])
         with _recording_mode() as below:
             try:
@@ -3591,6 +3626,26 @@ def _sum_squares_mixed_xs(op) -> str | None:
                     f"refuses outside a region): the layers below autocast received {got}{returned}. Autocast decides "
                     "for each tensor on its own: an eligible one (floating point, not float64) is cast, any other "
                     "reaches the kernel as it is (lesson 05, section 2: which tensors autocast casts)")
+    return None
+
+
+def _sum_squares_scale_on_another_device(op) -> str | None:
+    """In a CPU region, CPU xs and a scale on another device (meta here; a GPU's alike): only tensors on the region's
+    device are eligible, so the scale goes down as it is (and the call is refused below, two devices)."""
+    xs, scale = [torch.ones(4, dtype=_BF16), torch.ones(4, dtype=_BF16)], torch.ones(4, dtype=_BF16, device="meta")
+    with torch.autocast("cpu"), _recording_mode() as below:
+        try:
+            op(xs, scale)
+        except _StateLeft as left:
+            return f"inside autocast, bfloat16 xs on the CPU and a bfloat16 scale on meta: {left}"
+        except (RuntimeError, NotImplementedError):
+            pass
+    received = [d for name, d in below.calls if name == _SUM_SQUARES]
+    if received and received[0] != [_F32, _F32, _BF16]:
+        return (f"inside autocast on the CPU, bfloat16 xs on the CPU and a bfloat16 scale on the meta device: the "
+                f"layers below autocast received {_sum_squares_dtypes(received[0], 2)}: only a tensor on the "
+                "region's device is eligible, so a scale on another device (a GPU's, inside a CPU region) goes down "
+                "as it is (lesson 05, section 2: which tensors autocast casts)")
     return None
 
 
@@ -3694,7 +3749,8 @@ def autocast_guard(path: Path) -> Result:
             if isinstance(problem := _sum_squares_call(op, where, [_BF16, _F16], None, _F32, inputs), str):
                 return Result(False, problem)
     if problem := (_sum_squares_fresh_tensors(op) or _sum_squares_inputs_freed(op)
-                   or _sum_squares_in_threads(op) or _sum_squares_empty_batch(op)):
+                   or _sum_squares_in_threads(op) or _sum_squares_empty_batch(op)
+                   or _sum_squares_scale_on_another_device(op)):
         return Result(False, problem)
     return Result(True, (
         "float32 below autocast for every eligible input, xs and scale, float8 too, in one region and again in a "
@@ -3943,7 +3999,9 @@ def fake_kernel(path: Path) -> Result:
              # Broadcast along the channels (a per-pixel mask, expanded): a stride of 0 there, which no channels_last
              # tensor has.
              pair(*[torch.randn(2, 1, 4, 5).expand(2, 3, 4, 5)] * 2),
-             pair(*[torch.randn(2, 1, 3, 4, 5).expand(2, 3, 3, 4, 5)] * 2)]
+             pair(*[torch.randn(2, 1, 3, 4, 5).expand(2, 3, 3, 4, 5)] * 2),
+             # Two scalars of two dtypes (a float16 loss beside a float32 one): promoted, as any two inputs are.
+             pair(torch.tensor(1.5, dtype=torch.float16), torch.tensor(2.0))]
     with operator("stack2(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.stack([a, b])) as library:
         torch.library.register_fake("exercise::stack2", load_python(path).fake, lib=library)
         op = torch.ops.exercise.stack2.default
@@ -5195,6 +5253,9 @@ def layer_cost(path: Path) -> Result:
 
     callers_cudnn, callers_dtype = cudnn_flags(), torch.get_default_dtype()
     callers_fallback = torch._C._get_autograd_fallback_mode()  # what an operator without autograd kernel costs
+    # How many threads the call may use, and how often Python lets another thread run: a layer's work in parallel,
+    # and the caller's other threads, as the caller has them.
+    callers_threads, callers_switch = torch.get_num_threads(), sys.getswitchinterval()
 
     from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
@@ -5213,7 +5274,9 @@ def layer_cost(path: Path) -> Result:
                                  and cudnn_flags() == callers_cudnn and torch.get_default_dtype() == callers_dtype
                                  and recording in _get_current_dispatch_mode_stack()
                                  and torch.is_autocast_cache_enabled() and torch._C._is_torch_function_enabled()
-                                 and torch._C._get_autograd_fallback_mode() == callers_fallback else 5.0)
+                                 and torch._C._get_autograd_fallback_mode() == callers_fallback
+                                 and torch.get_num_threads() == callers_threads
+                                 and sys.getswitchinterval() == callers_switch else 5.0)
 
     with torch.autocast("cpu"), torch.autograd.set_detect_anomaly(True), recording:  # a caller debugging its NaNs
         measured = answer(in_the_region(timer.with_layer), timer.without, rounds=15)
@@ -5222,9 +5285,9 @@ def layer_cost(path: Path) -> Result:
                              f"runs differently outside them: you report {_shown(measured)}, where the layer costs "
                              "0.40 µs: the timers ran where the caller's state (the region, grad mode, anomaly "
                              "detection, cuDNN's flags, the default dtype, a TorchDispatchMode, autocast's cast cache, "
-                             "__torch_function__, the autograd fallback's mode, guards) is not, in "
-                             "another thread, or with a setting changed? A timer times a call as the caller would make "
-                             "it, on the caller's thread")
+                             "__torch_function__, the autograd fallback's mode, guards) is not, in another thread, or "
+                             "with a setting changed (torch's threads, Python's thread switch interval)? A timer times "
+                             "a call as the caller would make it, on the caller's thread")
     changed = _layer_cost_settings_changed(answer, first)
     if changed and changed.startswith(("a timer raised", "a timer was interrupted")):
         return Result(False, changed)
@@ -5368,6 +5431,11 @@ def load_before_aoti(path: Path) -> Result:
         held[0].parent.mkdir()
         for n, model_file in enumerate(held):
             _padded_package(models[n % 2][1], model_file, size, fill=bytes([n + 11]))
+        # Two releases of contents no call has seen, the second deployed while run() loads the first.
+        racing = [Path(elsewhere) / "racing" / f"r{n}.pt2" for n in range(2)]
+        racing[0].parent.mkdir()
+        for n, release in enumerate(racing):
+            _padded_package(models[n][1], release, size, fill=bytes([n + 21]))
         program = f"""
             import json, os, shutil, sys, types, torch
 
@@ -5385,6 +5453,24 @@ def load_before_aoti(path: Path) -> Result:
                         (torch.tensor([1e-40]) * 1.0).item() == 0.0, torch.get_float32_matmul_precision(),
                         torch.are_deterministic_algorithms_enabled()]
 
+            # The process's clocks, which the check moves on an hour at its last step (a quiet night, in one step).
+            import time as clock
+            clock_offset = [0]
+            for name in ("time", "monotonic", "perf_counter"):
+                for suffix, scale in (("", 1), ("_ns", 10**9)):
+                    setattr(clock, name + suffix, lambda read=getattr(clock, name + suffix), scale=scale:
+                            read() + clock_offset[0] * scale)
+            # AOTInductor's loader, which deploys a release over the file it loads once it has read it, when asked.
+            import torch._inductor
+            load_package, deploy_during_load = torch._inductor.aoti_load_package, []
+
+            def loading(*args, **kwargs):
+                model = load_package(*args, **kwargs)
+                while deploy_during_load:
+                    shutil.copyfile(*deploy_during_load.pop())
+                return model
+
+            torch._inductor.aoti_load_package = loading
             found = process_state()
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
@@ -5616,6 +5702,21 @@ def load_before_aoti(path: Path) -> Result:
             gc.collect()
             print("KEPT", json.dumps({{"grew": (grew := tensors_alive() - alive)}}))
             stop_unless(grew < 10)
+            # A release deployed while run() loads the file (copied over it once the loader has read the old one): the
+            # next call serves the new release. Then an hour with no call (the clocks moved on), and the same file,
+            # unchanged, again: its model is not loaded again.
+            (_, x_race, outputs_race), _ = torch.load({str(Path(elsewhere) / "calls.pt")!r})
+            race = os.path.join({str(elsewhere)!r}, "race", "model.pt2")
+            os.makedirs(os.path.dirname(race))
+            shutil.copyfile({str(racing[0])!r}, race)
+            deploy_during_load.append(({str(racing[1])!r}, race))
+            answer.run(race, x_race)
+            served = bool(torch.allclose(answer.run(race, x_race), outputs_race[1], atol=1e-6))
+            before = len(models_mapped())
+            clock_offset[0] += 3600
+            answer.run(race, x_race)
+            print("RACED", json.dumps({{"served": served, "idle grew": (grew := len(models_mapped()) - before)}}))
+            stop_unless(served and grew == 0)
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -5644,12 +5745,12 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, float16, no_grad, new_api, mapped,
      after_refusals,
-     another_name, refilled, still_named, in_turn, releases, linked, to_one_loaded, flipped, kept) = (
+     another_name, refilled, still_named, in_turn, releases, linked, to_one_loaded, flipped, kept, raced) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "FLOAT16",
                      "NO GRAD", "NEW API",
                      "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "IN TURN", "RELEASES",
-                     "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT"))
+                     "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT", "RACED"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -5826,6 +5927,17 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, importing your file set the process's {setting} from {before} to "
                              f"{after}: a server that imports it runs all its other torch work so. What a call needs, "
                              f"it sets around the call, and sets back (lesson 00, section 2).")
+    if raced and not raced[0]["served"]:
+        return Result(False, "in the fresh Python, a release deployed over a file while run() loaded it (copied over "
+                             "it once the loader had read the old one), then run() again: the old release served, and "
+                             "so it stays: what run() knows of the file was read after the load, so it describes the "
+                             "new file and stands for the old model. Read what tells one file's contents from "
+                             f"another's before loading it.{hint}.")
+    if raced and raced[0]["idle grew"]:
+        return Result(False, _mapped_more("run() on an unchanged file after an hour with no call (the process's clocks "
+                                          "moved on)", raced[0]["idle grew"], "run() dropped an idle model and loaded "
+                                          "the file again, and a library stays mapped after its model is dropped, so a "
+                                          f"server with quiet hours grows with each. {_LOADED_ONCE}") + f"{hint}.")
     if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
         return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:
@@ -6167,6 +6279,16 @@ def stable_autograd(path: Path) -> Result:
                              f"grad_output): its gradients are off by up to {error:.2g}, as if computed in the second "
                              "call's dtype: what backward needs comes from its own call's ctx (lesson 04, section 1)"
                              + hint)
+    # And of two patterns of requires_grad: each backward gives gradients to its own call's inputs that need them.
+    first = [torch.randn(3, 4, requires_grad=True), torch.randn(3, 4)]
+    out = op(*first)
+    op(torch.randn(3, 4), torch.randn(3, 4, requires_grad=True))
+    out.sum().backward()
+    if first[0].grad is None:
+        return Result(False, "add(x, y) with x requiring grad, then add(p, q) with q alone requiring grad, then the "
+                             "first call's backward: x.grad is None, where it is all ones: which inputs need a "
+                             "gradient is the first call's own (ctx.needs_input_grad), not something the second call "
+                             "overwrote (lesson 04, section 1)" + hint)
     # Cheap checks first: opcheck's matrix, last, costs a second.
     inputs = [torch.randn(1000, requires_grad=True) for _ in range(2)]
     if _outlives_its_last_reference(lambda: op(*inputs)):
@@ -6653,7 +6775,9 @@ def _mul_out_problems() -> list[str]:
                             f"({why})")
     # Two numbers, `out` on the device: aten multiplies them in the dtype torch computes them in (the default float
     # dtype for a float), then stores the product in out, resized to 0 dimensions.
-    for self, other, dtype in ((2, 3.5, torch.float32), (3, 7, torch.int64), (0.5, 4, torch.float64)):
+    # Products that float32 rounds, and that int64 wraps (2**40 * 2**40 is 0 in int64): computed in that dtype.
+    for self, other, dtype in ((2, 3.5, torch.float32), (3, 7, torch.int64), (0.5, 4, torch.float64),
+                               (4.765969541523559, 5.833820394550312, torch.float32), (2**40, 2**40, torch.int64)):
         if problems:
             break
         how = (f"torch.mul({self}, {other}, out=out), two Python numbers and a {_dtype_names([dtype])} `out` on the "
@@ -7126,6 +7250,18 @@ def _upcast_across_calls(mode) -> str | None:
         return ("after two calls, the caller dropped its weight, and your mode still holds it (or its copy holds it): "
                 "a mode that keeps every tensor it sees keeps a model's activations and weights alive for as long as "
                 "the mode lives")
+    # The same inside one `with` block, w a parameter (a leaf that requires grad, which autograd's own cast cache
+    # keeps casts of), written through .data between the two calls (an EMA update, a weight loader).
+    weight = torch.full((3, 4), 2.0, dtype=torch.float16, requires_grad=True)
+    with torch.no_grad(), mode:
+        torch.ops.exercise.fp32_only(weight, x)
+        weight.data.fill_(5.0)
+        second = torch.ops.exercise.fp32_only(weight, x)
+    if not torch.equal(second, torch.full((3, 4), 5.0, dtype=torch.float16)):
+        return (f"inside one `with` block, fp32_only(w, x), w a parameter (a leaf that requires grad), then "
+                f"w.data.fill_(5.0) (a write that leaves w's version counter as it was), then fp32_only(w, x) again: "
+                f"the second call gave {second[0, 0].item()} where w * x is 5.0: a float32 copy kept from the first "
+                "call was used for w's new values. A copy is made for the call that needs it")
     return None
 
 

@@ -11,7 +11,8 @@
 // with a meta one). Under torch.compile(dynamic=True) sizes are symbols: the check compiles a function that calls it
 // once, for three sizes, and calls it on a size no trace knows (the count of x[x > 0], an unbacked symbol) and from
 // four threads at once; sparse (COO, CSR) and mkldnn CPU tensors, which no kernel of outer's computes for, must find
-// none (nor may CUDA tensors: the check reads the dispatch table).
+// none (nor may CUDA tensors, nor sparse fake ones, as torch.compile traces them: the check reads the dispatch
+// table).
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>

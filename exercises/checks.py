@@ -3558,6 +3558,19 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
     return gradients
 
 
+def _sum_squares_below(op, xs, scale, what: str) -> tuple[list, torch.Tensor | None] | str:
+    """op(xs, scale): the dtypes the layers below autocast received, call by call, and the output (None where the call
+    was refused); or, where the call left the thread's dispatch state changed, what it left, said of `what`."""
+    with _recording_mode() as below:
+        try:
+            out = op(xs, scale)
+        except _StateLeft as left:
+            return f"{what}: {left}"
+        except (RuntimeError, NotImplementedError):
+            out = None
+    return [d for name, d in below.calls if name == _SUM_SQUARES], out
+
+
 def _sum_squares_integers(op) -> str | None:
     """Inside a region, int64 xs, then complex64 ones, then int8, uint8 and bool ones (narrower than float32, and still
     not floating point): not eligible, so they reach the CPU kernel as they are, which refuses them."""
@@ -3566,14 +3579,9 @@ def _sum_squares_integers(op) -> str | None:
                *([torch.tensor([1, 0, 1]).to(dtype), torch.tensor([0, 1, 1]).to(dtype)]
                  for dtype in (torch.int8, torch.uint8, torch.bool))):
         dtype = _dtype_names([xs[0].dtype])
-        with _recording_mode() as below:
-            try:
-                out = op(xs, None)
-            except _StateLeft as left:
-                return f"inside autocast, xs in {dtype}: {left}"
-            except RuntimeError:
-                out = None
-        received = [_sum_squares_dtypes(d, len(xs)) for name, d in below.calls if name == _SUM_SQUARES]
+        if isinstance(got := _sum_squares_below(op, xs, None, f"inside autocast, xs in {dtype}"), str):
+            return got
+        received, out = [_sum_squares_dtypes(d, len(xs)) for d in got[0]], got[1]
         if received == [_sum_squares_dtypes([xs[0].dtype] * 2, 2)] and out is None:
             continue
         returned = "" if out is None else f", and the call returned a result in {_dtype_names([out.dtype])}"
@@ -3588,14 +3596,10 @@ def _sum_squares_float64_beside_bfloat16(op) -> str | None:
     """xs in float64 and scale in bfloat16, in a region: autocast casts scale alone (float64 is not eligible), so the
     layers below get float64 xs and a float32 scale, and the CPU kernel refuses the two dtypes, as without autocast."""
     xs, scale = _sum_squares_inputs([_F64, _F64], _BF16)
-    with _recording_mode() as below:
-        try:
-            op(xs, scale)
-        except _StateLeft as left:
-            return f"inside autocast, xs in float64 and scale in bfloat16, which the CPU kernel refuses: {left}"
-        except RuntimeError:
-            pass
-    received = [d for name, d in below.calls if name == _SUM_SQUARES]
+    if isinstance(got := _sum_squares_below(op, xs, scale, "inside autocast, xs in float64 and scale in bfloat16, "
+                                            "which the CPU kernel refuses"), str):
+        return got
+    received = got[0]
     if received and received[0] != [_F64, _F64, _F32]:
         return (f"inside autocast, xs in float64 and scale in bfloat16: the layers below autocast received "
                 f"{_sum_squares_dtypes(received[0], 2)}: autocast casts each eligible input (floating point, not "
@@ -3610,15 +3614,10 @@ def _sum_squares_mixed_xs(op) -> str | None:
     the two dtypes, as without autocast."""
     for other in (_F64, torch.int64):
         xs = [torch.tensor([1.0, 2.0]).to(_BF16), torch.tensor([3.0, 4.0]).to(other)]
-        with _recording_mode() as below:
-            try:
-                out = op(xs, None)
-            except _StateLeft as left:
-                return (f"inside autocast, xs in bfloat16 and {_dtype_names([other])}, which the CPU kernel refuses: "
-                        f"{left}")
-            except RuntimeError:
-                out = None
-        received = [d for name, d in below.calls if name == _SUM_SQUARES]
+        if isinstance(got := _sum_squares_below(op, xs, None, f"inside autocast, xs in bfloat16 and "
+                                                f"{_dtype_names([other])}, which the CPU kernel refuses"), str):
+            return got
+        received, out = got
         if (received and received[0] != [_F32, other]) or out is not None:
             got = _sum_squares_dtypes(received[0], 2) if received else "nothing"
             returned = "" if out is None else f", and the call returned a result in {_dtype_names([out.dtype])}"
@@ -3633,14 +3632,11 @@ def _sum_squares_scale_on_another_device(op) -> str | None:
     """In a CPU region, CPU xs and a scale on another device (meta here; a GPU's alike): only tensors on the region's
     device are eligible, so the scale goes down as it is (and the call is refused below, two devices)."""
     xs, scale = [torch.ones(4, dtype=_BF16), torch.ones(4, dtype=_BF16)], torch.ones(4, dtype=_BF16, device="meta")
-    with torch.autocast("cpu"), _recording_mode() as below:
-        try:
-            op(xs, scale)
-        except _StateLeft as left:
-            return f"inside autocast, bfloat16 xs on the CPU and a bfloat16 scale on meta: {left}"
-        except (RuntimeError, NotImplementedError):
-            pass
-    received = [d for name, d in below.calls if name == _SUM_SQUARES]
+    with torch.autocast("cpu"):
+        got = _sum_squares_below(op, xs, scale, "inside autocast, bfloat16 xs on the CPU and a bfloat16 scale on meta")
+    if isinstance(got, str):
+        return got
+    received = got[0]
     if received and received[0] != [_F32, _F32, _BF16]:
         return (f"inside autocast on the CPU, bfloat16 xs on the CPU and a bfloat16 scale on the meta device: the "
                 f"layers below autocast received {_sum_squares_dtypes(received[0], 2)}: only a tensor on the "
@@ -3653,17 +3649,16 @@ def _sum_squares_empty_batch(op) -> str | None:
     """An empty batch in a region (bfloat16 xs of no elements, the last batch of a data loader that drops none): an
     empty tensor is as eligible as any other (torch's is_eligible asks dtype and device, never the size), so the result
     is float32, as for a full batch; a result whose dtype follows the batch's size breaks whatever comes next."""
-    xs = [torch.empty(0, 4, dtype=_BF16), torch.empty(0, 4, dtype=_BF16)]
-    with torch.autocast("cpu"), _recording_mode() as below:
-        try:
-            out = op(xs, None)
-        except _StateLeft as left:
-            return f"inside autocast, an empty batch (xs: two bfloat16 tensors of shape [0, 4]): {left}"
-    received = [_sum_squares_dtypes(d, 2) for name, d in below.calls if name == _SUM_SQUARES]
-    if out.dtype != _F32 or received != [_sum_squares_dtypes([_F32, _F32], 2)]:
-        return (f"inside autocast, an empty batch (xs: two bfloat16 tensors of shape [0, 4]): the layers below "
-                f"autocast received {'; then '.join(received) or 'nothing'}, and the result is "
-                f"{_dtype_names([out.dtype])}, where a full batch's is float32: autocast casts a tensor by its dtype "
+    what = "inside autocast, an empty batch (xs: two bfloat16 tensors of shape [0, 4])"
+    with torch.autocast("cpu"):
+        got = _sum_squares_below(op, [torch.empty(0, 4, dtype=_BF16), torch.empty(0, 4, dtype=_BF16)], None, what)
+    if isinstance(got, str):
+        return got
+    received, out = [_sum_squares_dtypes(d, 2) for d in got[0]], got[1]
+    if out is None or out.dtype != _F32 or received != [_sum_squares_dtypes([_F32, _F32], 2)]:
+        result = "the call was refused" if out is None else f"the result is {_dtype_names([out.dtype])}"
+        return (f"{what}: the layers below autocast received {'; then '.join(received) or 'nothing'}, and {result}, "
+                "where a full batch's is float32: autocast casts a tensor by its dtype "
                 "and device, whatever its size, so the dtype of a result never depends on how many rows a batch has "
                 "(lesson 05, section 2: which tensors autocast casts)")
     return None

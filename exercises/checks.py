@@ -3592,20 +3592,24 @@ def _sum_squares_integers(op) -> str | None:
     return None
 
 
+def _sum_squares_first_call_below(op, xs, scale, what: str, want: list, why: str) -> str | None:
+    """op(xs, scale): None where the layers below autocast received `want` (dtypes, xs' then scale's), or nothing (the
+    call refused above them); else what they received, and `why` that is wrong."""
+    if isinstance(got := _sum_squares_below(op, xs, scale, what), str):
+        return got
+    if got[0] and got[0][0] != want:
+        return (f"{what}: the layers below autocast received {_sum_squares_dtypes(got[0][0], len(xs))}: {why} "
+                "(lesson 05, section 2: which tensors autocast casts)")
+    return None
+
+
 def _sum_squares_float64_beside_bfloat16(op) -> str | None:
     """xs in float64 and scale in bfloat16, in a region: autocast casts scale alone (float64 is not eligible), so the
     layers below get float64 xs and a float32 scale, and the CPU kernel refuses the two dtypes, as without autocast."""
-    xs, scale = _sum_squares_inputs([_F64, _F64], _BF16)
-    if isinstance(got := _sum_squares_below(op, xs, scale, "inside autocast, xs in float64 and scale in bfloat16, "
-                                            "which the CPU kernel refuses"), str):
-        return got
-    received = got[0]
-    if received and received[0] != [_F64, _F64, _F32]:
-        return (f"inside autocast, xs in float64 and scale in bfloat16: the layers below autocast received "
-                f"{_sum_squares_dtypes(received[0], 2)}: autocast casts each eligible input (floating point, not "
-                "float64) to float32 and leaves float64 as it is, so the CPU kernel refuses the two dtypes, as it does "
-                "without autocast (lesson 05, section 2: which tensors autocast casts)")
-    return None
+    return _sum_squares_first_call_below(
+        op, *_sum_squares_inputs([_F64, _F64], _BF16), "inside autocast, xs in float64 and scale in bfloat16",
+        [_F64, _F64, _F32], "autocast casts each eligible input (floating point, not float64) to float32 and leaves "
+        "float64 as it is, so the CPU kernel refuses the two dtypes, as it does without autocast")
 
 
 def _sum_squares_mixed_xs(op) -> str | None:
@@ -3631,18 +3635,12 @@ def _sum_squares_mixed_xs(op) -> str | None:
 def _sum_squares_scale_on_another_device(op) -> str | None:
     """In a CPU region, CPU xs and a scale on another device (meta here; a GPU's alike): only tensors on the region's
     device are eligible, so the scale goes down as it is (and the call is refused below, two devices)."""
-    xs, scale = [torch.ones(4, dtype=_BF16), torch.ones(4, dtype=_BF16)], torch.ones(4, dtype=_BF16, device="meta")
     with torch.autocast("cpu"):
-        got = _sum_squares_below(op, xs, scale, "inside autocast, bfloat16 xs on the CPU and a bfloat16 scale on meta")
-    if isinstance(got, str):
-        return got
-    received = got[0]
-    if received and received[0] != [_F32, _F32, _BF16]:
-        return (f"inside autocast on the CPU, bfloat16 xs on the CPU and a bfloat16 scale on the meta device: the "
-                f"layers below autocast received {_sum_squares_dtypes(received[0], 2)}: only a tensor on the "
-                "region's device is eligible, so a scale on another device (a GPU's, inside a CPU region) goes down "
-                "as it is (lesson 05, section 2: which tensors autocast casts)")
-    return None
+        return _sum_squares_first_call_below(
+            op, [torch.ones(4, dtype=_BF16), torch.ones(4, dtype=_BF16)], torch.ones(4, dtype=_BF16, device="meta"),
+            "inside autocast on the CPU, bfloat16 xs on the CPU and a bfloat16 scale on the meta device",
+            [_F32, _F32, _BF16], "only a tensor on the region's device is eligible, so a scale on another device (a "
+            "GPU's, inside a CPU region) goes down as it is")
 
 
 def _sum_squares_empty_batch(op) -> str | None:
@@ -5881,9 +5879,8 @@ def load_before_aoti(path: Path) -> Result:
     if refilled and not refilled[0]["apart"]:
         return Result(False, "in the fresh Python, run() on the same rows twice (a second request as the first, and "
                              "one right after it) returned the second time the first call's output itself, the same "
-                             "memory: a caller that "
-                             "writes into its output (post-processing in place) changes what the next request gets. "
-                             f"Each call returns a tensor of the caller's own.{hint}.")
+                             "memory: a caller that writes into its output (post-processing in place) changes what "
+                             f"the next request gets. Each call returns a tensor of the caller's own.{hint}.")
     if in_turn and in_turn[0]["grew"]:
         return Result(False, _mapped_more("run() on eight files in turn, twice each after a first round (a server of "
                                           "eight models, a request for each in turn)", in_turn[0]["grew"],

@@ -7,7 +7,8 @@ its kernels below autograd as they are. `lib` is the torch.library.Library("exer
 registration must live in it, and change nothing else (torch's process-wide autograd fallback mode and Python's warning
 filters included; a fallthrough where the entry is one already, as at ADInplaceOrView or AutocastCPU, changes nothing).
 The check calls it on CPU and meta tensors, reads its dispatch table at every backend's Autograd key, and destroys
-`lib`, after which the table must be as it was; then it does the same with a second Library.
+`lib`, after which the table must be as it was; then it does the same with a second Library, and with four more made and
+dropped in turn.
 """
 
 import torch

@@ -868,6 +868,27 @@ def _softplus2_on_fake_tensors(op) -> list[str]:
     return []
 
 
+def _softplus2_traced_on_meta(op) -> list[str]:
+    """softplus2 traced on a meta tensor (make_fx, as a large model is traced without its memory): below autograd a
+    composite kernel's operations are what the trace records, so the graph, run on CPU tensors, computes softplus2."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    x = torch.tensor([-2.0, 0.0, 0.5, 3.0])
+    try:
+        got = make_fx(op)(torch.empty(4, device="meta"))(x)
+    except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything; that is the diagnosis
+        return [f"traced on a meta tensor (make_fx), then the graph run on a CPU tensor: {type(error).__name__}: "
+                f"{str(error).strip().splitlines()[0][:200]}"]
+    expected = torch.log1p(torch.exp(2 * x.double())) / 2
+    if isinstance(got, torch.Tensor) and torch.allclose(got.double(), expected, rtol=1e-5):
+        return []
+    shown = [round(v, 4) for v in got.tolist()] if isinstance(got, torch.Tensor) else type(got).__name__
+    return [f"traced on a meta tensor (make_fx, as a large model is traced without its memory), then the graph run on "
+            f"x = {x.tolist()}: {shown}, where log(1 + exp(2x)) / 2 is {[round(v, 4) for v in expected.tolist()]}: "
+            "what your kernel does on meta tensors is not what it does on real ones (a branch on x.is_meta?), and a "
+            "trace records what it does on the tensors it traces with"]
+
+
 def _sparse_bsc() -> torch.Tensor:
     """A 2 x 2 sparse BSC tensor that requires grad (torch warns, once, that BSC support is in beta: not the reader's
     concern)."""
@@ -990,7 +1011,7 @@ def composite_key(path: Path) -> Result:
         if not problems:
             problems += _softplus2_fresh_outputs(op)
         if not problems:  # where meta tensors fail, fake ones do too: that is said already
-            problems += _softplus2_on_fake_tensors(op)
+            problems += _softplus2_on_fake_tensors(op) or _softplus2_traced_on_meta(op)
         # Whether autograd saw the operations inside the kernel, read from the dispatch table, not from the fallback's
         # warning: the reader's code could turn the warning off (_set_autograd_fallback_mode, a warnings filter).
         # 0: where abs and clamp have a kink; -50: where exp(2x) underflows, and a where()'s unused branch is inf.
@@ -1069,7 +1090,10 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
             (tensor(1, f64), tensor(3, f32)),  # one element, yet a dimension: its dtype weighs as much as b's
             (tensor((1, 2, 1, 2, 1), f32), tensor((2, 1, 1, 1, 2), f32)),  # ranks 5 and 5: an output of rank 10
             (tensor((2, 1, 1, 2, 1, 3), f32), tensor((1, 2, 1, 1, 2), f64)),  # 6 and 5: rank 11, past any fixed 10
-            (tensor((), f32), channels_last), (tensor((), f64), tensor((4, 3), f32).t())]  # a 0-d a before a laid-out b
+            (tensor((), f32), channels_last), (tensor((), f64), tensor((4, 3), f32).t()),  # a 0-d a before a laid-out b
+            # An empty tensor beside one of another dtype: its dtype counts (result_type skips no empty tensor, as
+            # torch.cat's promotion does).
+            (tensor(0, f64), tensor(3, f32)), (tensor(3, f32), tensor((2, 0), f64))]
 
 
 def _outer_high_ranks() -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -1423,6 +1447,20 @@ def fallthrough(path: Path) -> Result:
         again._destroy()
         if trace.dispatch_table(op) != before:
             return Result(False, outlived)
+        # Libraries made and dropped in turn, one per test: a new one often takes a dropped one's memory, and its id().
+        del library, again
+        for _ in range(4):
+            fresh = torch.library.Library("exercise", "FRAGMENT")
+            answer.register(fresh)
+            table = trace.dispatch_table(op)
+            if not all(key in table and table[key].fallthrough for key in _autograd_keys()):
+                return Result(False, "Libraries made and dropped in turn (one per test), each given to register: one "
+                                     "of them got no fallthrough, a new Library in the memory of a dropped one, whose "
+                                     "id() it has: what your code keeps of the Libraries it was given (their ids?) "
+                                     "took it for one registered already. Each call registers into the Library it is "
+                                     "given." + hint)
+            fresh._destroy()
+            del fresh
         return Result(True, f"autograd skipped at all {len(_autograd_keys())} Autograd keys, CPU and meta tensors "
                             "included; the registration lives in your Library")
 
@@ -2970,7 +3008,13 @@ def redispatch(path: Path) -> Result:
                                        "a dual tensor x of tangent [5, 5, 5], "
                                        "scale2(x) inside torch.no_grad() (forward mode does not depend on grad mode)",
                                        10.0, "Scale2"), tangents),
-                (lambda: _gradient_undefined(op, "scale2"), _PASSING_ON)):
+                (lambda: _gradient_undefined(op, "scale2"),
+                 "lesson 04, section 3: a gradient that arrives undefined (DropsItsGradient), and what a backward "
+                 "gives for it."),
+                (lambda: _tangent_kept(lambda make_dual: op(make_dual(torch.ones(3, dtype=torch.complex64),
+                                                                      torch.full((3,), 1 + 2j))),
+                                       "a complex dual tensor x of tangent [1+2j, 1+2j, 1+2j], scale2(x)", 2 + 4j,
+                                       "Scale2"), tangents)):
             if told := told():
                 return Result(False, f"{told}\nLook again at {where}")
         # Backward differentiated in its turn, with respect to the output's gradient v: what
@@ -3961,8 +4005,22 @@ def _stack_unbacked_beside_known(op) -> Result | None:
     return None
 
 
+def _checks_with_asserts(path: Path, as_what: str) -> Result | None:
+    """A fake kernel's refusals as statements, not words: an assert, or code under __debug__ (`if __debug__:`), which
+    python -O drops alike."""
+    if any(isinstance(node, ast.Assert) or isinstance(node, ast.Name) and node.id == "__debug__"
+           for node in ast.walk(ast.parse(path.read_text()))):
+        return Result(False, "your file checks with assert statements, or under __debug__: `python -O` removes both, "
+                             "and a fake kernel that refuses only with assertions on then traces the calls eager "
+                             f"refuses. Refuse with an error that always runs (torch._check, or raise), as {as_what}")
+    return None
+
+
 @exercise("06.fake_kernel", "medium")
 def fake_kernel(path: Path) -> Result:
+    if problem := _checks_with_asserts(path, "torch.stack's own checks do"):
+        return problem
+
     def pair(a, b=None):
         return a, a.clone() if b is None else b  # clone keeps a dense layout (channels_last), and makes a view dense
 
@@ -4994,6 +5052,26 @@ def _scheduling_policy(policy: int) -> str:
                  and getattr(os, name) == policy), str(policy))
 
 
+def _layer_cost_nested(answer) -> str | None:
+    """A measurement inside another's timer (a timer that first measures a sub-layer, a helper that measures too): the
+    outer one's samples are its own."""
+    outer, inner, calls = FakeTimer(0.4, seed=31), FakeTimer(0.0, seed=32), []
+
+    def with_layer():  # its third call measures a sub-layer first, on the same thread
+        calls.append(None)
+        if len(calls) == 3:
+            answer(inner.with_layer, inner.without, rounds=15)
+        return outer.with_layer()
+
+    measured = answer(with_layer, outer.without, rounds=15)
+    if isinstance(measured, tuple) and all(abs(value - 0.4) < 0.1 for value in measured):
+        return None
+    return (f"a measurement of a layer of 0.40 µs whose timer, at its third call, measures a sub-layer first (a second "
+            f"call of your function, inside the first, on the same thread): you report {_shown(measured)}: the outer "
+            "call's samples were changed by the inner one (something kept between calls, per thread or process, "
+            "reused?). Each call's samples are its own")
+
+
 def _layer_cost_keeps_c_profiler(answer) -> str | None:
     """A caller that profiles with cProfile, whose profile function is written in C: sys.getprofile() gives its
     Profile object, which sys.setprofile takes as a Python function (one that cannot be called). The profiler is
@@ -5305,7 +5383,8 @@ def layer_cost(path: Path) -> Result:
                              f"a `with torch.device(\"meta\")` block, they have no values to compute with. The timers "
                              "run under the caller's modes; a measurement's own arithmetic (its order of sides, its "
                              "statistics) is not the caller's work")
-    if wrong := _layer_cost_in_threads(answer):  # last: two threads at once may leave each other's settings behind
+    # Last: two threads at once may leave each other's settings behind.
+    if wrong := _layer_cost_in_threads(answer) or _layer_cost_nested(answer):
         return Result(False, wrong)
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
                         "rounds, silent on noise, a coarse timer's included, measured anew on each call, on the "
@@ -5425,10 +5504,11 @@ def load_before_aoti(path: Path) -> Result:
         for n, model_file in enumerate(held):
             _padded_package(models[n % 2][1], model_file, size, fill=bytes([n + 11]))
         # Two releases of contents no call has seen, the second deployed while run() loads the first.
-        racing = [Path(elsewhere) / "racing" / f"r{n}.pt2" for n in range(2)]
+        # Two more, the first deployed while run() reads it; one more for a caller of another default dtype.
+        racing = [Path(elsewhere) / "racing" / f"r{n}.pt2" for n in range(5)]
         racing[0].parent.mkdir()
         for n, release in enumerate(racing):
-            _padded_package(models[n][1], release, size, fill=bytes([n + 21]))
+            _padded_package(models[n % 2][1], release, size, fill=bytes([n + 21]))
         program = f"""
             import json, os, shutil, sys, types, torch
 
@@ -5464,6 +5544,39 @@ def load_before_aoti(path: Path) -> Result:
                 return model
 
             torch._inductor.aoti_load_package = loading
+            # And Python's open(), which deploys a release over a file once a read of it is closed, when asked.
+            import builtins, io
+            python_open, deploy_after_read = builtins.open, []
+
+            class ReadThenDeploy:
+                def __init__(self, file):
+                    self.file = file
+
+                def __getattr__(self, name):
+                    return getattr(self.file, name)
+
+                def __iter__(self):
+                    return iter(self.file)
+
+                def __enter__(self):
+                    return self
+
+                def __exit__(self, *exc):
+                    self.close()
+
+                def close(self):
+                    self.file.close()
+                    while deploy_after_read:
+                        shutil.copyfile(*deploy_after_read.pop())
+
+            def opening(file, mode="r", *args, **kwargs):
+                opened = python_open(file, mode, *args, **kwargs)
+                watched = [target for _, target in deploy_after_read]
+                if "r" in mode and isinstance(file, (str, os.PathLike)) and os.path.abspath(file) in watched:
+                    return ReadThenDeploy(opened)
+                return opened
+
+            builtins.open = io.open = opening
             found = process_state()
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
@@ -5704,12 +5817,32 @@ def load_before_aoti(path: Path) -> Result:
             shutil.copyfile({str(racing[0])!r}, race)
             deploy_during_load.append(({str(racing[1])!r}, race))
             answer.run(race, x_race)
-            served = bool(torch.allclose(answer.run(race, x_race), outputs_race[1], atol=1e-6))
+            deployed = not deploy_during_load  # not where run() loads otherwise than through aoti_load_package
+            deploy_during_load.clear()
+            served = bool(torch.allclose(answer.run(race, x_race), outputs_race[int(deployed)], atol=1e-6))
             before = len(models_mapped())
             clock_offset[0] += 3600
             answer.run(race, x_race)
             print("RACED", json.dumps({{"served": served, "idle grew": (grew := len(models_mapped()) - before)}}))
             stop_unless(served and grew == 0)
+            # The same race, the release deployed once run() has read the file (and closed it) itself.
+            read_race = os.path.join({str(elsewhere)!r}, "race", "read.pt2")
+            shutil.copyfile({str(racing[2])!r}, read_race)
+            deploy_after_read.append(({str(racing[3])!r}, os.path.abspath(read_race)))
+            answer.run(read_race, x_race)
+            deployed = not deploy_after_read  # not where run() reads no file in Python
+            deploy_after_read.clear()
+            served_read = bool(torch.allclose(answer.run(read_race, x_race), outputs_race[int(deployed)], atol=1e-6))
+            # A caller whose default dtype is float64 (scientific code) sends float32 rows, which the model takes.
+            torch.set_default_dtype(torch.float64)
+            try:
+                out = answer.run({str(racing[4])!r}, x_race)
+                float64_default = "" if torch.allclose(out, outputs_race[0], atol=1e-6) else "another output"
+            except Exception as error:  # noqa: BLE001 - what the answer raised, said
+                float64_default = f"{{type(error).__name__}}: {{str(error).splitlines()[0][:160]}}"
+            torch.set_default_dtype(torch.float32)
+            print("READ RACED", json.dumps({{"served": served_read, "float64 default": float64_default}}))
+            stop_unless(served_read and not float64_default)
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -5738,12 +5871,13 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, float16, no_grad, new_api, mapped,
      after_refusals,
-     another_name, refilled, still_named, in_turn, releases, linked, to_one_loaded, flipped, kept, raced) = (
+     another_name, refilled, still_named, in_turn, releases, linked, to_one_loaded, flipped, kept, raced,
+     read_raced) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "FLOAT16",
                      "NO GRAD", "NEW API",
                      "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "IN TURN", "RELEASES",
-                     "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT", "RACED"))
+                     "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT", "RACED", "READ RACED"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -5925,6 +6059,17 @@ def load_before_aoti(path: Path) -> Result:
                              "so it stays: what run() knows of the file was read after the load, so it describes the "
                              "new file and stands for the old model. Read what tells one file's contents from "
                              f"another's before loading it.{hint}.")
+    if read_raced and not read_raced[0]["served"]:
+        return Result(False, "in the fresh Python, a release deployed over a file once run() had read it (and closed "
+                             "it), then run() again: the old release served, and so it stays: what run() knows of the "
+                             "file was read after its contents, so it describes the new file and stands for the old "
+                             f"model. Read what tells one file's contents from another's before them.{hint}.")
+    if read_raced and read_raced[0]["float64 default"]:
+        return Result(False, "in the fresh Python, a caller whose default dtype is float64 (torch.set_default_dtype) "
+                             "called run() with float32 rows, which the model takes: "
+                             f"{read_raced[0]['float64 default']}: something run() makes takes the caller's default "
+                             "dtype (torch.zeros, torch.randn without a dtype), which is the caller's, not the "
+                             f"model's. Make what the model takes with the dtype it takes.{hint}.")
     if raced and raced[0]["idle grew"]:
         return Result(False, _mapped_more("run() on an unchanged file after an hour with no call (the process's clocks "
                                           "moved on)", raced[0]["idle grew"], "run() dropped an idle model and loaded "
@@ -6074,13 +6219,8 @@ def stable_autograd(path: Path) -> Result:
     from torch.autograd.gradcheck import GradcheckError
 
     build.load("stable")
-    # Statements, not words: an assert, or code under __debug__ (`if __debug__:`), which python -O drops alike.
-    if any(isinstance(node, ast.Assert) or isinstance(node, ast.Name) and node.id == "__debug__"
-           for node in ast.walk(ast.parse(path.read_text()))):
-        return Result(False, "your file checks with assert statements, or under __debug__: `python -O` removes both, "
-                             "and a fake kernel that refuses only with assertions on then traces the calls eager "
-                             "refuses. Refuse with an error that always runs (torch._check, or raise), as the CPU "
-                             "kernel's TORCH_CHECKs do")
+    if problem := _checks_with_asserts(path, "the CPU kernel's TORCH_CHECKs do"):
+        return problem
     answer = load_python(path)
     library = torch.library.Library("workbook_stable", "FRAGMENT")
     torch.library.register_fake("workbook_stable::add", answer.fake, lib=library)
@@ -7257,6 +7397,26 @@ def _upcast_across_calls(mode) -> str | None:
     return None
 
 
+def _upcast_outputs_ordinary(mode) -> str | None:
+    """Under the mode, torch.mul(w, x) with w a float16 parameter: an ordinary tensor comes back (not an inference one,
+    which the caller could neither write into nor differentiate), and autograd, above the mode, records the call."""
+    w = torch.ones(3, dtype=torch.float16, requires_grad=True)
+    x = torch.full((3,), 2.0, dtype=torch.float16)
+    with mode:
+        out = torch.mul(w, x)
+    what = "under your mode, out = torch.mul(w, x), w a float16 parameter (it requires grad)"
+    if out.is_inference():
+        return (f"{what}: out is an inference tensor (made under torch.inference_mode()): outside inference mode the "
+                "caller cannot write into it (out.add_(1) raises), nor save it for a backward. A mode hands back what "
+                "the call gives, in the call's dtype, nothing else changed")
+    if not out.requires_grad:
+        return f"{what}: out does not require grad, where without the mode it does: autograd records above your mode"
+    out.sum().backward()
+    if not torch.equal(w.grad, x):
+        return f"{what}: the gradient of out.sum() with respect to w is {w.grad.tolist()}, where it is x, [2, 2, 2]"
+    return None
+
+
 def _upcast_on_fake_cuda(mode, received: list) -> str | None:
     """fp32_only on float16 fake tensors on a GPU (FakeTensorMode: a model traced for CUDA, on a machine without
     one): the kernel that runs (the Meta one, for fake tensors) must receive float32, as on any device."""
@@ -7496,7 +7656,8 @@ def upcast_mode(path: Path) -> Result:
                                      f"modes stacked){hint}")
         # A new instance too: a cache of the caller's tensors, bounded, is full by now in the one all calls used.
         if problem := (_upcast_across_calls(mode) or _upcast_across_calls(answer.Upcast()) or _upcast_traced(mode)
-                       or _upcast_on_fake_cuda(mode, received) or _upcast_after_a_redefinition(mode)):
+                       or _upcast_on_fake_cuda(mode, received) or _upcast_after_a_redefinition(mode)
+                       or _upcast_outputs_ordinary(mode)):
             return Result(False, f"{problem}{hint}")
         # float64 and integer calls: nothing to cast, so nothing cast.
         received.clear()

@@ -18,16 +18,17 @@ server may hold more models than a cache is sized for), after each of four relea
 after each of four deployed by flipping a link to them (current -> the release, run() given current/model.pt2), after
 the link flipped to a release served already by its own name, then on a file and a link to it, the link flipped to
 another release, twenty times more on new inputs (what it keeps of them counted), on a release deployed over a file
-while run() loads it, and on that file again an hour later by the process's clocks (time.time, monotonic and
-perf_counter); it checks each output (a tensor the caller can use as any other), the refusals, that grad mode, the
-number of threads, the inter-op threads, whether denormal numbers flush to zero, float32 matmul precision, deterministic
-algorithms (their warn-only mode too) and the random number generator's state are as they were after each call (and
-after your file is imported, the inter-op threads and whether denormal numbers flush to zero too; the caller sets the
-number of threads after the import), that the calls do not grow the models the process keeps loaded (a model that no
-name the caller gives leads to any more, an old release behind a flipped link, is dropped by the next call on that name
-at the latest), nor load a file's model again while the file is unchanged (after a request the package refused, or given
-by another name: a symbolic or a hard link to it; a model's library stays mapped after the model is dropped), and that
-nothing was loaded from the workbook's build folder.
+while run() loads it (and once run() has read it itself), on that file again an hour later by the process's clocks
+(time.time, monotonic and perf_counter), and for a caller whose default dtype is float64; it checks each output (a
+tensor the caller can use as any other), the refusals, that grad mode, the number of threads, the inter-op threads,
+whether denormal numbers flush to zero, float32 matmul precision, deterministic algorithms (their warn-only mode too)
+and the random number generator's state are as they were after each call (and after your file is imported, the inter-op
+threads and whether denormal numbers flush to zero too; the caller sets the number of threads after the import), that
+the calls do not grow the models the process keeps loaded (a model that no name the caller gives leads to any more, an
+old release behind a flipped link, is dropped by the next call on that name at the latest), nor load a file's model
+again while the file is unchanged (after a request the package refused, or given by another name: a symbolic or a hard
+link to it; a model's library stays mapped after the model is dropped), and that nothing was loaded from the workbook's
+build folder.
 """
 
 import hashlib

@@ -5518,6 +5518,10 @@ def load_before_aoti(path: Path) -> Result:
                     sys.exit(0)
 
             os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"  # as lesson 08 advises where inputs come from outside
+            # Where AOTInductor's loader extracts each package it loads (a folder of 2 MB that it leaves behind):
+            # inside the check's own folder, removed with it, not the machine's /tmp.
+            os.environ["TMPDIR"] = os.path.join({str(elsewhere)!r}, "tmp")
+            os.makedirs(os.environ["TMPDIR"])
             torch.set_num_threads(max(2, torch.get_num_threads()))  # two at least: a run() that sets one shows
             answer = types.ModuleType("answer")  # from the file's text, as toolkit.load_python loads it
             answer.__file__ = {str(path)!r}

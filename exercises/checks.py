@@ -17,7 +17,7 @@ import sys
 import traceback
 import warnings
 import weakref
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -130,8 +130,6 @@ def _default_device_meta():
 def _walk_cases():
     """(what, op, args, context, where to look[, kwargs]) for 00.walk: aten's and the workbook's operators, several
     devices, layouts, argument kinds and thread-local states."""
-    from contextlib import nullcontext
-
     from torch._dispatch.python import enable_python_dispatcher
     from torch._functorch.vmap import vmap_increment_nesting
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -302,7 +300,6 @@ def _walk_end(steps) -> str:
 @exercise("00.walk", "hard")
 def walk(path: Path) -> Result:
     import gc
-    from contextlib import nullcontext
 
     build.load_all("schemas", "cpu", "meta")
     kernels = load_python(path).kernels
@@ -749,16 +746,27 @@ def _softplus2_error(error: Exception, key: str) -> str:
     return f"{type(error).__name__}: {str(error).split('. ')[0][:200]}."
 
 
+def _softplus2_after_a_write(op, write, how: str, why: str, context=nullcontext) -> list[str]:
+    """A call on x (four 0.5s), then `write(x)`, then a call on x again, inside `context`: the second output is that of
+    x's new values, not one kept from the first call. `how` says the call and the write, `why` what a wrong one kept."""
+    with context():
+        x = torch.full((4,), 0.5)
+        op(x)
+        write(x)
+        again, expected = op(x), torch.log1p(torch.exp(2 * x.double())) / 2
+    if torch.allclose(again.double(), expected):
+        return []
+    return [f"{how}, then a call on x again: {again[0].item():.6g} where log(1 + exp(2x)) / 2 is "
+            f"{expected[0].item():.6g}: the output of x's values before the write, {why}"]
+
+
 def _softplus2_fresh_outputs(op) -> list[str]:
     """A new output per call, computed from the input it is given: calls on tensors that reuse the memory, and the
     id, of earlier ones, and two calls on one tensor."""
-    x = torch.full((4,), 0.5)
-    op(x)
-    x.fill_(-2.0)  # the same tensor, its values changed in place between two calls
-    if not torch.allclose((again := op(x)).double(), expected := torch.log1p(torch.exp(2 * x.double())) / 2):
-        return [f"a call on x, then x.fill_(-2.0), then a call on x again: {again[0].item():.6g} where "
-                f"log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: the output of x's values before the write, "
-                "something kept from the first call"]
+    # The same tensor, its values changed in place between two calls.
+    if wrong := _softplus2_after_a_write(op, lambda x: x.fill_(-2.0), "a call on x, then x.fill_(-2.0)",
+                                         "something kept from the first call"):
+        return wrong
     for value in (0.25, -1.5, 2.0, 0.75) * 4:  # sixteen calls: the allocator hands back freed memory often
         x = torch.full((1000,), value)  # the memory (and often the id) of an earlier iteration's x
         out = op(x)
@@ -768,28 +776,20 @@ def _softplus2_fresh_outputs(op) -> list[str]:
                     f"{out[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: an output computed "
                     "for another input (a cache keyed on id(), a data pointer or a version is one of them)"]
         del x, out
-    x = torch.full((4,), 0.5)
-    op(x)
     # Writes that x's version counter does not count: through .data, and through numpy's view of its memory (a batch
-    # buffer a data loader refills).
-    for write, how in ((lambda: x.data.fill_(1.5), "x.data.fill_(1.5)"),
-                       (lambda: x.numpy().fill(-0.75), "x.numpy().fill(-0.75), numpy's view of x's memory")):
-        write()
-        if not torch.allclose((again := op(x)).double(), expected := torch.log1p(torch.exp(2 * x.double())) / 2):
-            return [f"a call on x, then {how} (a write x's version counter does not count), then a call on x again: "
-                    f"{again[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: the output of "
-                    "x's values before the write, something kept from an earlier call and trusted while x's version "
-                    "stayed the same"]
-    with torch.inference_mode():  # a server's buffer, updated in place: an inference tensor has no version counter
-        x = torch.full((4,), 0.5)
-        op(x)
-        x.add_(3)
-        again, expected = op(x), torch.log1p(torch.exp(2 * x.double())) / 2
-    if not torch.allclose(again.double(), expected):
-        return [f"inside torch.inference_mode(), a call on x, then x.add_(3), then a call on x again: "
-                f"{again[0].item():.6g} where log(1 + exp(2x)) / 2 is {expected[0].item():.6g}: the output of x's "
-                "values before the write, something kept from an earlier call (an inference tensor has no version "
-                "counter to tell a write)"]
+    # buffer a data loader refills); and any write in inference mode, where a tensor has no version counter (a
+    # server's buffer, updated in place).
+    unseen = "something kept from an earlier call and trusted while x's version stayed the same"
+    for write, how, why, context in (
+            (lambda x: x.data.fill_(1.5), "x.data.fill_(1.5) (a write x's version counter does not count)", unseen,
+             nullcontext),
+            (lambda x: x.numpy().fill(-0.75), "x.numpy().fill(-0.75), numpy's view of x's memory (a write x's version "
+             "counter does not count)", unseen, nullcontext),
+            (lambda x: x.add_(3), "x.add_(3)", "something kept from an earlier call (an inference tensor has no "
+             "version counter to tell a write)", torch.inference_mode)):
+        where = "inside torch.inference_mode(), " if context is torch.inference_mode else ""
+        if wrong := _softplus2_after_a_write(op, write, f"{where}a call on x, then {how}", why, context):
+            return wrong
     x = torch.randn(3)
     first, second, third = op(x), op(x), op(x)
     storages = {out.untyped_storage()._cdata for out in (first, second, third)}
@@ -925,7 +925,6 @@ def _process_state_changed(before: dict) -> str:
 @exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
     import contextlib
-    from contextlib import nullcontext
 
     answer = load_python(path)
     if answer.KEY in ("", "Undefined"):  # Library.impl then registers at a key of its choosing, which KEY does not name
@@ -2505,8 +2504,6 @@ def _cube_first_on_meta(path: Path) -> str | None:
     """Your file loaded afresh, its backward first run on fake tensors (torch.compile's and torch.export's tracing),
     then on meta tensors (shape inference, a model built on the meta device), then on CPU ones: whatever backward
     makes, it makes for the tensors of each call."""
-    from contextlib import nullcontext
-
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with _cube_operator(load_python(path), "cube_again") as cube:
@@ -2840,7 +2837,6 @@ def _scale2_gradient_left_alone(op) -> str | None:
 @exercise("04.redispatch", "hard", on_crash=_redispatch_crash)
 def redispatch(path: Path) -> Result:
     import time
-    from contextlib import nullcontext
 
     ran, conjugate_bit, given = [], [], []
 
@@ -3880,19 +3876,25 @@ def _raised(error: Exception, path: Path) -> str:
 TORCH_DIR = Path(torch.__file__).resolve().parent
 
 
+def _symbolic_fakes(*tensors, shape_env=None) -> tuple:
+    """Fakes of `tensors` whose every size is a symbol, in a FakeTensorMode of `shape_env` (a fresh ShapeEnv unless
+    given): (the mode, its ShapeEnv, the fakes)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    shape_env = ShapeEnv() if shape_env is None else shape_env
+    mode = FakeTensorMode(shape_env=shape_env)
+    return mode, shape_env, [mode.from_tensor(tensor, symbolic_context=StatelessSymbolicContext(
+        dynamic_sizes=[DimDynamic.DYNAMIC] * tensor.dim())) for tensor in tensors]
+
+
 def _specialized_sizes(op, cases: list, path: Path, lesson: str) -> Result | None:
     """None when the fake kernel of `op`, a binary operator, keeps symbolic sizes symbolic, as
     torch.compile(dynamic=True) and torch.export with a Dim need; else what it did. `cases` are (what, a, b's dtype or
     None for a's): each case's inputs get sizes of their own in a fresh ShapeEnv, every size >= 2 (0 and 1 are
     specialized by torch itself); b is made from a on fake tensors, so that both share their symbols."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
-
     for what, a, b_dtype in cases:
-        shape_env = ShapeEnv()
-        mode = FakeTensorMode(shape_env=shape_env)
-        symbolic = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC] * a.dim())
-        fake_a = mode.from_tensor(a, symbolic_context=symbolic)
+        mode, shape_env, (fake_a,) = _symbolic_fakes(a)
         symbols = [size.node.expr for size in fake_a.shape]  # read now: a specialized size prints as its number
         shown = f"[{', '.join(map(str, symbols))}]"
         with mode:
@@ -3934,13 +3936,11 @@ def _sizes_compared(op, path: Path, lesson: str) -> Result | None:
     are symbols of their own, a's and b's (torch.export with a Dim for each): the fake kernel must compare them as the
     real kernel does, so that a guard (or a refusal) says they are equal; a comparison made only where sizes are plain
     numbers, or only where they are known to differ, lets through a call the real kernel refuses."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    shape_env = ShapeEnv(duck_shape=False)  # a symbol for each size, even where two sizes start equal
-    mode = FakeTensorMode(shape_env=shape_env)
-    a, b = (mode.from_tensor(torch.randn(3, 4), symbolic_context=StatelessSymbolicContext(
-        dynamic_sizes=[DimDynamic.DYNAMIC] * 2)) for _ in range(2))
+    # A symbol for each size, even where two sizes start equal.
+    mode, shape_env, (a, b) = _symbolic_fakes(torch.randn(3, 4), torch.randn(3, 4),
+                                              shape_env=ShapeEnv(duck_shape=False))
     shown = f"a of shape [{', '.join(str(size) for size in a.shape)}] and b of [{', '.join(str(s) for s in b.shape)}]"
     try:
         with mode:
@@ -6124,13 +6124,7 @@ def _stable_add_unbacked(op, path: Path) -> str | None:
 def _stable_add_backward_symbolic(op, path: Path) -> str | None:
     """None when setup_context and backward keep symbolic sizes symbolic, as a compiled training step
     (torch.compile(dynamic=True)) traces them; else what they did."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
-
-    shape_env = ShapeEnv()
-    mode = FakeTensorMode(shape_env=shape_env)
-    fake = mode.from_tensor(torch.randn(3, 4), symbolic_context=StatelessSymbolicContext(
-        dynamic_sizes=[DimDynamic.DYNAMIC] * 2))
+    mode, shape_env, (fake,) = _symbolic_fakes(torch.randn(3, 4))
     symbols = [size.node.expr for size in fake.shape]
     case = (f"two float32 tensors of symbolic shape [{', '.join(map(str, symbols))}], both requiring grad, forward "
             "then backward (as a training step under torch.compile(dynamic=True) traces them)")

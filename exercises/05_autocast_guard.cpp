@@ -11,13 +11,14 @@
 // what the include costs). As written, it calls the operator again as it is: run the check to see what happens (it runs
 // in a process of its own). The check's first call runs under torch.inference_mode() (a warm-up); then it calls it four
 // times in one region (float32, bfloat16 and float16 inputs without scale; bfloat16 ones with a bfloat16 scale; float32
-// ones with a bfloat16 scale; float8_e5m2 ones), on float64 inputs, on float64 xs with a bfloat16 scale, on int64 and
-// complex64 ones and on xs of two dtypes (which the CPU kernel refuses) in the region, once with shapes it refuses, and
-// once after the region; then in three more regions on the same tensors, changed in between (in place under no_grad,
-// then through `.data`). It records the dtypes the layers below autocast receive, checks the results and gradients,
-// whether the tensors it gave are freed after their calls (a refused call's too), and compares the thread-local include
-// and exclude sets before and after each call, the refused ones included. Last, a region on an empty batch (bfloat16
-// xs with no rows).
+// ones with a bfloat16 scale; float8_e5m2 ones), on float64 inputs, on float64 xs with a bfloat16 scale, on int64, int8
+// and complex64 ones and on xs of two dtypes (which the CPU kernel refuses) in the region, once with shapes it refuses,
+// and once after the region; then in three more regions on the same tensors, changed in between (in place under
+// no_grad, then through `.data`). It records the dtypes the layers below autocast receive, checks the results and
+// gradients, whether the tensors it gave are freed after their calls (a refused call's too), and compares the
+// thread-local include and exclude sets, and autocast's own settings (its dtype, its cast cache, whether it is on),
+// before and after each call, the refused ones included. Last, a region on an empty batch (bfloat16 xs with no rows).
+// It also calls it on an empty xs, with a scale.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>

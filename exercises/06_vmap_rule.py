@@ -2,8 +2,9 @@
 
 `exercise::rowdot(Tensor x, Tensor y) -> Tensor` takes two 2-D tensors of the same shape (n, m) and dtype, any dtype,
 and returns the dot product of each row of x with the same row of y, shape (n,): (x * y).sum(1). Its kernel accepts
-nothing else. torch.vmap over it needs a rule. The rule below is correct, but calls the kernel once per example, like
-vmap's fallback loop. Make it call the kernel once for the whole batch, whichever inputs are batched.
+nothing else. torch.vmap over it needs a rule. The rule below is right for every batch but an empty one (torch.stack
+refuses a list of no tensors), and calls the kernel once per example, like vmap's fallback loop. Make it call the kernel
+once for the whole batch, whichever inputs are batched, an empty batch included.
 
 A rule gets `in_dims`, one entry per input: the dimension of that input that holds the batch, or None where the input
 has no batch (the same x, or y, for every example). `info.batch_size` is the batch's size B. It returns (result, the

@@ -26,8 +26,8 @@ import torch
 
 from helpers import build, device, shipping, trace
 
-from .toolkit import (Result, call_path, compare_paths, exercise, first_difference, load_cpp, load_python, mentions,
-                      operator, read_literal)
+from .toolkit import (Result, call_path, compare_paths, exercise, first_difference, keyset_change, load_cpp,
+                      load_python, mentions, now_doing, operator, read_literal, thread_state, thread_state_changes)
 
 FALLBACK_WARNING = "an autograd kernel was not registered"
 
@@ -83,7 +83,8 @@ def _is_runtime_key(name: str) -> bool:
 
 _NO_ENTRY = ("lesson 00, sections 4 and 5: what the dispatcher does at a key of the keyset with no entry in the "
              "table.")
-_MATH_KERNEL = "lesson 00, section 4 (the path of a call): what the walk does at a math kernel."
+_MATH_KERNEL = ("lesson 00, section 4 (the path of a call): what the walk does at a math kernel (the table's [math "
+                "kernel], and the [nested kernel] and [batched kernel] its variants fill).")
 _BACKEND_SELECT = ("lesson 00, section 2: what BackendSelect does for a call with no tensor argument, and which keyset "
                    "its kernel hands the call on with.")
 _BACKEND_SELECT_TENSORS = ("lesson 00, section 2: which keyset a BackendSelect kernel hands the call on with when the "
@@ -498,9 +499,30 @@ def walk(path: Path) -> Result:
                            ("aten::dropout(a, 0.5, True)", torch.ops.aten.dropout.default,
                             (torch.randn(2, 3), 0.5, True)),
                            ("aten::alpha_dropout(a, 0.5, True)", torch.ops.aten.alpha_dropout.default,
-                            (torch.randn(2, 3), 0.5, True))]:
+                            (torch.randn(2, 3), 0.5, True)),
+                           # An operator's own kernel there, registered from Python (torch's fake_impls.py), not in
+                           # the C++ file that holds most of them: it ends the walk all the same.
+                           ("aten::to_dense(a) (a not batched)", torch.ops.aten.to_dense.default,
+                            (torch.randn(2, 3),))]:
         if not (result := walked(f"{what} inside a level of torch.func.vmap", op, args,
                                  lambda: vmap_increment_nesting(2, "error"), _VMAP_KERNEL)).passed:
+            return result
+    # A factory's arguments as BackendSelect's kernel reads them: defaults given, layouts a device has no key for.
+    for case in [
+        ("aten::zeros([2], dtype=None, layout=None, device=None): the schema's defaults, given",
+         torch.ops.aten.zeros.default, ([2],), nullcontext, _BACKEND_SELECT,
+         {"dtype": None, "layout": None, "device": None}),
+        ("aten::empty.memory_format([2, 2], layout=torch._mkldnn, device=\"meta\") (asked, not called)",
+         torch.ops.aten.empty.memory_format, ([2, 2],), nullcontext, _BACKEND_SELECT,
+         {"layout": torch._mkldnn, "device": "meta"}),
+        ("aten::empty.memory_format([2, 2], layout=torch.sparse_csr, device=\"fpga\") (asked, not called)",
+         torch.ops.aten.empty.memory_format, ([2, 2],), nullcontext, _BACKEND_SELECT,
+         {"layout": torch.sparse_csr, "device": "fpga"}),
+        ("aten::empty.memory_format([2, 2], layout=torch.sparse_csc, device=\"vulkan\") (asked, not called)",
+         torch.ops.aten.empty.memory_format, ([2, 2],), nullcontext, _BACKEND_SELECT,
+         {"layout": torch.sparse_csc, "device": "vulkan"}),
+    ]:
+        if not (result := walked(*case)).passed:
             return result
     # Asking is not calling: a walk reads the tables, and leaves the arguments as they were.
     x, y = torch.ones(3), torch.ones(3)
@@ -510,7 +532,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 32} calls walked as the dispatcher walks them, five of them again after "
+    return Result(True, f"all {len(cases) + 37} calls walked as the dispatcher walks them, five of them again after "
                         "a registration changed; none of them made")
 
 
@@ -1039,8 +1061,10 @@ def composite_key(path: Path) -> Result:
                                         "tensor's has one, so backward on meta stops there")
                 if grad is None:
                     problems.append("no gradient: the output has no grad_fn")
-                elif not torch.allclose(grad, torch.sigmoid(2 * x.detach())):
-                    problems.append(f"wrong gradient at x = {x.detach().tolist()}: {grad.tolist()}")
+                elif not torch.allclose(grad, want := torch.sigmoid(2 * x.detach())):
+                    at = int((~torch.isclose(grad, want)).nonzero()[0])
+                    problems.append(f"wrong gradient at x = {x[at].item()}: {grad[at].item()}, where the derivative of "
+                                    f"log(1 + exp(2x)) / 2 is {want[at].item()}")
                 elif not (second := torch.autograd.grad(op(x).sum(), x, create_graph=True)[0]).requires_grad:
                     problems.append("with create_graph=True (double backward: a Hessian, a gradient penalty) the "
                                     "gradient has no history of its own, so its derivative is lost: a kernel made of "
@@ -1146,21 +1170,26 @@ _SYMBOLS = "lesson 01, 'Sizes are SymInt', and lesson 02, section 2 (csrc/meta.c
 
 
 def _outer_unbacked(outer) -> str | None:
-    """outer on a fake tensor whose size is an unbacked symbol: the count of x[x > 0], which no trace knows. A kernel
-    that branches on such a size (size == 0) cannot be traced; one that computes with it can."""
+    """outer on fake tensors whose sizes are unbacked symbols: the counts of x[x > 0] and y[y > 0], which no trace
+    knows, as `a`, as `b`, and as both. A kernel that branches on such a size (size == 0) cannot be traced; one that
+    computes with it can."""
     from helpers import shapes
 
-    mode, (count,) = shapes.unbacked()
-    with mode:
-        try:
-            out = outer(torch.empty(count), torch.empty(3))
-        except Exception as error:  # noqa: BLE001 - a C++ exception arrives as any Python error torch maps it to
-            return (f"on a tensor whose size is unknown while tracing (the count of x[x > 0]), your Meta kernel raised "
-                    f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}: a kernel that reads a size "
-                    f"as a number, or decides on its value (== 0, say), itself or through a torch function it calls "
-                    f"on plain sizes, cannot be traced where no value exists ({_SYMBOLS})")
-    if out.dim() != 2:
-        return f"on a tensor whose size is unknown while tracing, your kernel returns {out.dim()} dimensions, not 2"
+    for where in ("as `a`", "as `b`", "as both `a` and `b`"):
+        mode, (count, other) = shapes.unbacked(2)  # new symbols each time: nothing decided about them before
+        a, b = {"as `a`": ((count,), (3,)), "as `b`": ((3,), (count,)),
+                "as both `a` and `b`": ((count,), (other,))}[where]
+        with mode:
+            try:
+                out = outer(torch.empty(a), torch.empty(b))
+            except Exception as error:  # noqa: BLE001 - a C++ exception arrives as any Python error torch maps it to
+                return (f"on a tensor whose size is unknown while tracing (the count of x[x > 0]), {where}, your Meta "
+                        f"kernel raised {type(error).__name__}: {str(error).strip().splitlines()[0][:200]}: a kernel "
+                        f"that reads a size as a number, or decides on its value (== 0, say), itself or through a "
+                        f"torch function it calls on plain sizes, cannot be traced where no value exists ({_SYMBOLS})")
+        if out.dim() != 2:
+            return (f"on a tensor whose size is unknown while tracing, {where}, your kernel returns {out.dim()} "
+                    "dimensions, not 2")
     return None
 
 
@@ -1193,7 +1222,7 @@ def _outer_in_threads(outer) -> str | None:
                 return f"{(n, n + 1)} and {(n + 2,)} gave {shape}"
         return None
 
-    print("calling outer from four threads at once", flush=True)  # a crash's last words
+    now_doing("calling outer from four threads at once")
     if wrong := _first_wrong_in_threads(trace, (2, 5, 9, 13)):
         return (f"called from four threads at once, on meta tensors, your Meta kernel gave a wrong shape ({wrong}): "
                 "something in it is shared between calls (a static variable?), and calls in two threads overwrite it")
@@ -1330,25 +1359,22 @@ def _redispatch_refused(error: BaseException) -> str | None:
             "all.\nLook again at lesson 03, section 3: which keyset a kernel hands on.")
 
 
-def _thread_state() -> dict:
-    """What a call on this thread depends on beyond its arguments: grad and inference mode, the include and exclude
-    sets."""
-    return {"grad mode": torch.is_grad_enabled(), "inference mode": torch.is_inference_mode_enabled(),
-            "the thread-local include set": torch._C._dispatch_tls_local_include_set(),
-            "the thread-local exclude set": torch._C._dispatch_tls_local_exclude_set()}
 
 
-def _thread_state_changes(before: dict) -> str:
-    """'' where the thread's state is as `before` (_thread_state()), else what changed, in words."""
-    changes = []
-    for what, (old, new) in zip(before, zip(before.values(), _thread_state().values())):
-        if old == new:
-            continue
-        if isinstance(old, bool):
-            changes.append(f"{what} was {'on' if old else 'off'}, and is {'on' if new else 'off'}")
-        else:
-            changes.append(f"{what} {_keyset_change(old, new)}")
-    return "; ".join(changes)
+
+
+def _switch_threads_below_autograd() -> None:
+    """Lets another thread run now, in a kernel below autograd (_keyset_kept_apart's two threads), and raises
+    _StateLeft where that thread's call changed this thread's dispatch state meanwhile: nothing of this thread ran, so
+    something its call shares with this one (a guard object made once and entered by every call) reached across."""
+    import time
+
+    before = thread_state()
+    time.sleep(0)
+    if changes := thread_state_changes(before):
+        raise _StateLeft(f"while a call was below autograd, another thread's call changed its thread's state "
+                         f"({changes}), and a call made then runs the kernels above again: something the two calls "
+                         "share (one guard object, entered by each in turn?) belongs to one thread at a time")
 
 
 @exercise("03.fallthrough", "easy")
@@ -1367,9 +1393,9 @@ def fallthrough(path: Path) -> Result:
         before, mode = trace.dispatch_table(op), torch._C._get_autograd_fallback_mode()
         library = torch.library.Library("exercise", "FRAGMENT")  # the reader's, apart from the definition's
         answer = load_python(path)  # kept: a Library the module holds lives as long as the module
-        thread, filters = _thread_state(), list(warnings.filters)
+        thread, filters = thread_state(), list(warnings.filters)
         answer.register(library)
-        if changed := _thread_state_changes(thread):
+        if changed := thread_state_changes(thread):
             return Result(False, f"register changed this thread's state: {changed}. That changes every later call on "
                                  "the thread, of every operator, not count_odd's dispatch table alone (lesson 00, "
                                  "section 2: thread-local state). The registration must change count_odd's dispatch "
@@ -1491,29 +1517,8 @@ class _StateLeft(Exception):
     """A call came back with the thread's include or exclude set changed."""
 
 
-def _keys_in(keyset: torch._C.DispatchKeySet) -> list[str]:
-    """The keys a keyset holds, by name: each backend's own runtime key (AutogradCPU and AutogradMeta, where
-    trace.key_names names one key per kind of key), and a kind of key held with no backend of its own, as
-    _dispatch_tls_set_dispatch_key_excluded(AutogradFunctionality) leaves it: every backend's key of that kind."""
-    runtime, kinds = {}, {}
-    for name, key in torch._C.DispatchKey.__members__.items():
-        if not (torch._C._dispatch_is_alias_key(key) or name.startswith(("Undefined", "StartOf", "EndOf"))):
-            single = torch._C.DispatchKeySet(key)
-            (runtime if single.highestPriorityTypeId() == key else kinds)[name] = single
-    held = [name for name, single in runtime.items() if keyset & single == single]
-    return held + [f"{name} (every backend's)" for name, kind in kinds.items() if keyset & kind == kind
-                   and not any(runtime[runtime_key] & kind == kind for runtime_key in held)]
 
 
-def _keyset_change(old: torch._C.DispatchKeySet, new: torch._C.DispatchKeySet) -> str:
-    """'gained AutogradOther; lost ADInplaceOrView': how a keyset changed, by key name."""
-    gained = [key for key in _keys_in(new) if key not in _keys_in(old)]
-    lost = [key for key in _keys_in(old) if key not in _keys_in(new)]
-    if not (gained or lost) and old.raw_repr() != new.raw_repr():  # bits that make no key by themselves
-        return (f"in bits that no key's name shows: {old.raw_repr():#x} before, {new.raw_repr():#x} after (torch."
-                "_C.DispatchKeySet.raw_repr): a backend's bits with no functionality of theirs, as setting a "
-                "per-backend key's exclusion back one key at a time leaves them")
-    return "; ".join(f"{what} {', '.join(keys)}" for what, keys in (("gained", gained), ("lost", lost)) if keys)
 
 
 def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the guard, and how long what it changes "
@@ -1536,19 +1541,23 @@ def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the
             raised = error
             raise
         finally:
-            after = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
-            # Which call: one that raised leaves what an error skipped (a guard exited by hand, not by `with`).
-            which = op._schema.name.split('::')[-1] + (f" (it raised {type(raised).__name__})" if raised else "")
-            for name, old, new in zip(("include", "exclude"), before, after):
-                if old != new:
-                    raise _StateLeft(f"after a call of {which} the thread-local {name} set had changed "
-                                     f"({_keyset_change(old, new)}): every later call on this thread walks a "
-                                     f"different keyset.\nLook again at {where_to_look}")
-            for name, old in settings.items():
-                if (new := autocast_settings()[name]) != old:
-                    raise _StateLeft(f"after a call of {which} {name} had changed ({old} to {new}): every later "
-                                     f"operation on this thread runs with it. A kernel changes nothing but its "
-                                     f"output.\nLook again at {where_to_look}")
+            if not isinstance(raised, _StateLeft):  # a change found inside the call is said as it was found
+                state_kept(before, settings, raised)
+
+    def state_kept(before: tuple, settings: dict, raised: BaseException | None) -> None:
+        after = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
+        # Which call: one that raised leaves what an error skipped (a guard exited by hand, not by `with`).
+        which = op._schema.name.split('::')[-1] + (f" (it raised {type(raised).__name__})" if raised else "")
+        for name, old, new in zip(("include", "exclude"), before, after):
+            if old != new:
+                raise _StateLeft(f"after a call of {which} the thread-local {name} set had changed "
+                                 f"({keyset_change(old, new)}): every later call on this thread walks a "
+                                 f"different keyset.\nLook again at {where_to_look}")
+        for name, old in settings.items():
+            if (new := autocast_settings()[name]) != old:
+                raise _StateLeft(f"after a call of {which} {name} had changed ({old} to {new}): every later "
+                                 f"operation on this thread runs with it. A kernel changes nothing but its "
+                                 f"output.\nLook again at {where_to_look}")
 
     return call
 
@@ -2158,6 +2167,7 @@ def inplace_autograd(path: Path) -> Result:
     given = []
 
     def cpu_kernel(x, other):  # a plain backend kernel: it writes, and bumps no version
+        _switch_threads_below_autograd()  # another thread may run now (_keyset_kept_apart)
         ran.append("CPU")
         given.append(type(x).__name__)
         lazy.append(other.is_conj() or other.is_neg())  # a kernel that reads memory needs their fallbacks first
@@ -2165,6 +2175,7 @@ def inplace_autograd(path: Path) -> Result:
             return x.add_(other)
 
     def meta_kernel(x, other):
+        _switch_threads_below_autograd()
         ran.append("Meta")
         return x
 
@@ -2842,7 +2853,7 @@ def redispatch(path: Path) -> Result:
 
     def kernel(key: str):  # the kernels below autograd, each recording that it ran, and what it was given
         def run(x):
-            time.sleep(0)  # another thread may run now, while this call is below autograd (_keyset_kept_apart)
+            _switch_threads_below_autograd()  # another thread may run now (_keyset_kept_apart)
             ran.append(key)
             given.append(type(x).__name__)
             # A kernel that reads memory needs their fallbacks first: conjugate and negative views, a ZeroTensor.
@@ -3452,13 +3463,12 @@ def _autocast_guard_crash(path: Path) -> str:
                 "what they refer to is gone. What a call needs lives in the call: a local variable (lesson 05, section "
                 "2). Other causes of such a crash: a kernel that calls the operator again with AutocastCPU still in "
                 "the keyset (a stack overflow, lesson 05, section 4), memory read after it was freed.")
-    return ("Your kernel crashed the process (its last words, where the line above quotes any, name the call the "
-            "check was making). What "
-            "crashes such a kernel: a stack overflow (an AutocastCPU kernel that calls the operator again while "
-            "AutocastCPU is still in the call's keyset, so the dispatcher sends the call back to the same kernel, "
-            "forever: lesson 05, section 4), memory read after it was freed (a TensorList that refers to a vector "
-            "that is gone), memory two threads write at once (a static variable shared by every call), or an element "
-            "of xs read that is not there.")
+    return ("Your kernel crashed the process (the line above names the call the check was making, where it says "
+            "one). What crashes such a kernel: a stack overflow (an AutocastCPU kernel that calls the operator again "
+            "while AutocastCPU is still in the call's keyset, so the dispatcher sends the call back to the same "
+            "kernel, forever: lesson 05, section 4), memory read after it was freed (a TensorList that refers to a "
+            "vector that is gone), memory two threads write at once (a static variable shared by every call), or an "
+            "element of xs read that is not there.")
 
 
 _F32, _BF16, _F16, _F64 = torch.float32, torch.bfloat16, torch.float16, torch.float64
@@ -3716,6 +3726,7 @@ def autocast_guard(path: Path) -> Result:
                                   "lesson 05, section 4: the guard, and how long what it changes lasts.")
     # The process's first call under torch.inference_mode() (a warm-up, a validation pass before training): the thread's
     # state that call had is that call's, not the next one's. Its result, or error, is not checked here.
+    now_doing("making its first call, sum_squares([bfloat16 ones]), in inference mode and autocast")
     try:
         with torch.inference_mode(), torch.autocast("cpu"):
             op([torch.ones(3, dtype=_BF16)], None)
@@ -3747,7 +3758,7 @@ def autocast_guard(path: Path) -> Result:
                        or _sum_squares_mixed_xs(op)):
             return Result(False, problem)
         try:  # an empty xs, which the CPU kernel refuses too: an Autocast kernel still runs for it (scale's keys)
-            print("calling sum_squares([], scale): an empty xs, and a scale", flush=True)  # a crash's last words
+            now_doing("calling sum_squares([], scale): an empty xs, and a scale")
             op([], torch.ones(4))
         except _StateLeft as left:
             return Result(False, f"inside autocast, a call with an empty xs and a scale, which the CPU kernel refuses: "
@@ -3855,7 +3866,7 @@ def _sum_squares_in_threads(op) -> str | None:
                     return f"{out[0].item():g} where the sum of squares is {expected[0].item():g}"
         return None
 
-    print("calling sum_squares from four threads at once", flush=True)  # a crash's last words
+    now_doing("calling sum_squares from four threads at once")
     if wrong := _first_wrong_in_threads(calls, (1.0, 2.0, 3.0, 4.0)):
         return (f"four threads, each in its own region, calling at once: {wrong}: something in your kernel is "
                 "shared between calls (a static variable?), and two threads' calls overwrite it")
@@ -4244,11 +4255,13 @@ def _vmap_rule_gradients() -> str | None:
     """Both inputs requiring grad, one batched and the other not (per-example losses against a weight every example
     shares): the kernel's result keeps its graph to both, as the fallback loop's does (rowdot's Python kernel is made of
     torch operations, which record)."""
-    for in_dims, batched, shared in (((0, None), "x", "y"), ((None, 0), "y", "x")):
-        x = torch.randn(*((4, 5, 6) if in_dims[0] == 0 else (5, 6)), requires_grad=True)
-        y = torch.randn(*((4, 5, 6) if in_dims[1] == 0 else (5, 6)), requires_grad=True)
+    for in_dims, batched, shared, size in (((0, None), "x", "y", 4), ((None, 0), "y", "x", 4),
+                                           ((0, None), "x", "y", 0)):
+        x = torch.randn(*((size, 5, 6) if in_dims[0] == 0 else (5, 6)), requires_grad=True)
+        y = torch.randn(*((size, 5, 6) if in_dims[1] == 0 else (5, 6)), requires_grad=True)
         case = (f"with {batched} batched and {shared} not (a weight every example shares), both requiring grad "
-                "(per-example losses)")
+                "(per-example losses)" + (", in an empty batch (B = 0: the last batch of a loader, say)" if not size
+                                          else ""))
         fallback_mode = torch._C._get_autograd_fallback_mode()
         torch._C._set_autograd_fallback_mode("nothing")  # no warning for a kernel with no autograd formula
         try:
@@ -4260,8 +4273,8 @@ def _vmap_rule_gradients() -> str | None:
                     "its graph: the rule ran the kernel where autograd does not record, so backward through the "
                     "vmapped call stops there (lesson 06, section 6)")
         grads = torch.autograd.grad(out.sum(), (x, y), allow_unused=True)
-        wanted = ((y if in_dims[1] == 0 else y.expand(4, 5, 6)) if in_dims[0] == 0 else y.sum(0),
-                  (x if in_dims[0] == 0 else x.expand(4, 5, 6)) if in_dims[1] == 0 else x.sum(0))
+        wanted = ((y if in_dims[1] == 0 else y.expand(size, 5, 6)) if in_dims[0] == 0 else y.sum(0),
+                  (x if in_dims[0] == 0 else x.expand(size, 5, 6)) if in_dims[1] == 0 else x.sum(0))
         for name, grad, want in zip("xy", grads, wanted):
             if grad is None:
                 return (f"{case}: {name} gets no gradient from the result's sum: the rule cut {name} off the graph "
@@ -4305,7 +4318,7 @@ def vmap_rule(path: Path) -> Result:
     with operator("rowdot(Tensor x, Tensor y) -> Tensor", rowdot) as library:
         library.impl("rowdot", rowdot, "Meta")  # the same kernel on meta tensors: a device other than the CPU
         torch.library.register_vmap("exercise::rowdot", rule, lib=library)
-        thread = _thread_state()  # the caller's: grad mode on, say, for the training step that follows
+        thread = thread_state()  # the caller's: grad mode on, say, for the training step that follows
         for case, x, y, in_dims, xs, ys in _vmap_rule_cases():
             calls.clear()
             returned.clear()
@@ -4346,7 +4359,7 @@ def vmap_rule(path: Path) -> Result:
                                      "torch formula beside the kernel?), where the kernel is what computes them: "
                                      "another kernel (a CUDA one, one that accumulates otherwise) would give other "
                                      "numbers (lesson 06, section 6)")
-            if changed := _thread_state_changes(thread):
+            if changed := thread_state_changes(thread):
                 return Result(False, f"with {case}: right result, but after the call {changed}: your rule changed "
                                      "the caller's thread, and every later call on it (the training step after the "
                                      "vmap) runs so. A rule leaves the thread as it found it (lesson 06, section 6)")
@@ -4423,6 +4436,10 @@ def vmap_rule(path: Path) -> Result:
                  torch.randn(4, 2, 5, 6), torch.randn(4, 2, 5, 6), (0, 0)),
                 ("x [3, 7, 4] with no batch (three dimensions) and y [5, 3, 4] batched in dimension 0",
                  torch.randn(3, 7, 4), torch.randn(5, 3, 4), (None, 0)),
+                ("x [4, 5, 6] batched in dimension 0 and y [1, 5, 6] with no batch: three dimensions, one matrix in "
+                 "a batch of one", torch.randn(4, 5, 6), torch.randn(1, 5, 6), (0, None)),
+                ("x [4, 5, 6] batched in dimension 0 and y [4, 5, 6] with no batch: three dimensions, as many "
+                 "matrices as the batch has examples", torch.randn(4, 5, 6), torch.randn(4, 5, 6), (0, None)),
                 ("x and y [4, 6], both batched in dimension 0: examples of one dimension",
                  torch.randn(4, 6), torch.randn(4, 6), (0, 0)),
                 ("an empty batch, x [0, 2, 3] and y [0, 4, 3], both batched in dimension 0: examples of 2 and of 4 "
@@ -4431,7 +4448,7 @@ def vmap_rule(path: Path) -> Result:
             try:
                 out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
             except Exception:  # noqa: BLE001 - refused, as each example's call is
-                if changed := _thread_state_changes(thread):
+                if changed := thread_state_changes(thread):
                     return Result(False, f"with {what}, which the kernel refuses: refused, but after the call "
                                          f"{changed}: an error raised inside your rule skipped the line that set it "
                                          "back, and every later call on this thread (the next batch of a training loop "
@@ -4477,6 +4494,8 @@ def records_graph(path: Path) -> Result:
          lambda: [leaf(grad=True) * 2, leaf()]),
         ("a complex input that requires grad", False,
          lambda: [leaf(torch.complex64, grad=True), leaf(torch.complex64)]),
+        ("complex inputs, neither requiring grad nor with a tangent", False,
+         lambda: [leaf(torch.complex64), leaf(torch.complex64)]),
         ("a forward-mode tangent on the first input (torch.autograd.forward_ad)", True,
          lambda: [dual(torch.ones(2)), leaf()]),
         ("a forward-mode tangent on the second input", True, lambda: [leaf(), dual(torch.ones(2))]),
@@ -5248,9 +5267,13 @@ def layer_cost(path: Path) -> Result:
             ("a layer of 0.40 µs on a machine where the second call of a round runs faster, by 0.60 µs at first and by "
              "nothing once 30 calls are made (a cache that stays warm)",
              FakeTimer(0.4, second_faster=0.6, fading_over=30, seed=13), 0.4, 15),
-            # Last: the cases above draw the same numbers as before it came (an answer's own random module draws too).
+            # Last, in the order they came: the cases above draw the same numbers as before (an answer's own random
+            # module draws too).
             ("calls 0.50 µs faster with the layer than without, every round (a layer adds work: the measurement, not "
-             "the layer, is off)", FakeTimer(-0.5, seed=14), None, 15)]:
+             "the layer, is off)", FakeTimer(-0.5, seed=14), None, 15),
+            ("a layer of 0.07 µs, timed in whole steps of 0.125 µs (more than half of the differences one step, the "
+             "rest 0: the first quartile is 0, not above it)", FakeTimer(0.07, noise=0.02, seed=9, step=0.125), None,
+             15)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
         measured.append((what, timer, rounds))
         made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}
@@ -5522,6 +5545,16 @@ def load_before_aoti(path: Path) -> Result:
             # inside the check's own folder, removed with it, not the machine's /tmp.
             os.environ["TMPDIR"] = os.path.join({str(elsewhere)!r}, "tmp")
             os.makedirs(os.environ["TMPDIR"])
+            import tempfile
+            tempfile.tempdir = os.environ["TMPDIR"]  # Python's tempfile too, which may have read TMPDIR already
+
+            def temporary_bytes():  # what lies in the temporary folder beside the loader's own extractions
+                return sum(os.path.getsize(os.path.join(folder, name))
+                           for folder, _, names in os.walk(tempfile.tempdir) for name in names
+                           if not os.path.relpath(folder, tempfile.tempdir).startswith(("aotinductor_",
+                                                                                         "torchinductor_"))
+                           and not os.path.islink(os.path.join(folder, name)))
+
             torch.set_num_threads(max(2, torch.get_num_threads()))  # two at least: a run() that sets one shows
             answer = types.ModuleType("answer")  # from the file's text, as toolkit.load_python loads it
             answer.__file__ = {str(path)!r}
@@ -5537,6 +5570,38 @@ def load_before_aoti(path: Path) -> Result:
                 for suffix, scale in (("", 1), ("_ns", 10**9)):
                     setattr(clock, name + suffix, lambda read=getattr(clock, name + suffix), scale=scale:
                             read() + clock_offset[0] * scale)
+            for suffix, scale in (("", 1), ("_ns", 10**9)):
+                setattr(clock, "clock_gettime" + suffix, lambda which, read=getattr(clock, "clock_gettime" + suffix),
+                        scale=scale: read(which) + clock_offset[0] * scale)
+            import datetime as calendar
+
+            class MovedOn(calendar.datetime):  # datetime's clock, moved on with the others
+                @classmethod
+                def now(cls, tz=None):
+                    return super().now(tz) + calendar.timedelta(seconds=clock_offset[0])
+
+                @classmethod
+                def utcnow(cls):
+                    return super().utcnow() + calendar.timedelta(seconds=clock_offset[0])
+
+                @classmethod
+                def today(cls):
+                    return cls.now()
+
+            calendar.datetime = MovedOn
+            # A file system whose times count whole seconds (ext3's, HFS+'s): two writes within one second look alike
+            # by their times, whatever the clock of this machine's file system counts.
+            def whole_seconds(stat):
+                def coarse(*args, **kwargs):
+                    real = stat(*args, **kwargs)
+                    seconds = [getattr(real, f"st_{{kind}}time_ns") // 10**9 for kind in "amc"]
+                    extra = {{name: getattr(real, name) for name in ("st_blksize", "st_blocks", "st_rdev")}}
+                    for kind, second in zip("amc", seconds):
+                        extra[f"st_{{kind}}time"], extra[f"st_{{kind}}time_ns"] = float(second), second * 10**9
+                    return os.stat_result(tuple(real[:7]) + tuple(seconds), extra)
+                return coarse
+
+            os.stat, os.lstat, os.fstat = whole_seconds(os.stat), whole_seconds(os.lstat), whole_seconds(os.fstat)
             # AOTInductor's loader, which deploys a release over the file it loads once it has read it, when asked.
             import torch._inductor
             load_package, deploy_during_load = torch._inductor.aoti_load_package, []
@@ -5749,8 +5814,9 @@ def load_before_aoti(path: Path) -> Result:
 
             # Releases deployed over one file in turn: counted by what each loaded, so that a cache full already (it
             # drops models of other files as it takes these) shows as much as an empty one.
+            temporary = temporary_bytes()
             releases_kept = still_kept([deployed(release) for release in {[str(release) for release in releases]!r}])
-            print("RELEASES", json.dumps({{"grew": releases_kept}}))
+            print("RELEASES", json.dumps({{"grew": releases_kept, "temporary": temporary_bytes() - temporary}}))
             # The same releases deployed by a link flipped to each (current -> rN, as many deploy tools do), the
             # server calling run() on current/model.pt2: the file it names is one, whatever the link points to.
             linked = os.path.join(os.path.dirname(model_pt2), "linked")
@@ -5836,6 +5902,11 @@ def load_before_aoti(path: Path) -> Result:
             answer.run(read_race, x_race)
             deployed = not deploy_after_read  # not where run() reads no file in Python
             deploy_after_read.clear()
+            # The contents run() read before the release came, at once under a name of their own: that release's
+            # model.
+            read_again = read_race + ".kept"
+            shutil.copyfile({str(racing[2])!r}, read_again)
+            read_kept = bool(torch.allclose(answer.run(read_again, x_race), outputs_race[0], atol=1e-6))
             served_read = bool(torch.allclose(answer.run(read_race, x_race), outputs_race[int(deployed)], atol=1e-6))
             # A caller whose default dtype is float64 (scientific code) sends float32 rows, which the model takes.
             torch.set_default_dtype(torch.float64)
@@ -5845,8 +5916,9 @@ def load_before_aoti(path: Path) -> Result:
             except Exception as error:  # noqa: BLE001 - what the answer raised, said
                 float64_default = f"{{type(error).__name__}}: {{str(error).splitlines()[0][:160]}}"
             torch.set_default_dtype(torch.float32)
-            print("READ RACED", json.dumps({{"served": served_read, "float64 default": float64_default}}))
-            stop_unless(served_read and not float64_default)
+            print("READ RACED", json.dumps({{"served": served_read, "kept": read_kept,
+                                            "float64 default": float64_default}}))
+            stop_unless(served_read and read_kept and not float64_default)
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -6031,6 +6103,12 @@ def load_before_aoti(path: Path) -> Result:
                              "process: run() keeps the model of every release it has served (a cache keyed on the "
                              "contents, never emptied?), and a server that lives through many deployments grows with "
                              f"each. Keep one model per file, loaded again when its contents change.{hint}.")
+    if releases and releases[0]["temporary"] > 1.5 * size:  # a copy of the model served now may stay
+        return Result(False, f"in the fresh Python, four releases deployed in turn over one model.pt2, run() called "
+                             f"after each: {releases[0]['temporary'] / 2**20:.1f} MB more stayed in the temporary "
+                             f"folder (tempfile's, $TMPDIR), where each release is {size / 2**20:.1f} MB: a file run() "
+                             "writes there for a release outlives that release's model, and a server's disk fills "
+                             f"with each deployment.{hint}.")
     if linked and linked[0]["grew"] > 1:
         return Result(False, f"in the fresh Python, four releases deployed by a link flipped to each in turn (current "
                              f"-> r0, r1, ..., as many deploy tools do), run() called on current/model.pt2 after each: "
@@ -6068,6 +6146,12 @@ def load_before_aoti(path: Path) -> Result:
                              "it), then run() again: the old release served, and so it stays: what run() knows of the "
                              "file was read after its contents, so it describes the new file and stands for the old "
                              f"model. Read what tells one file's contents from another's before them.{hint}.")
+    if read_raced and not read_raced[0]["kept"]:
+        return Result(False, "in the fresh Python, a release deployed over a file once run() had read it (and closed "
+                             "it), then a file of the contents run() had read, under another name: another model's "
+                             "output. What run() read of the file was not what its loader then loaded (the file had "
+                             "changed in between), so the model of one release is known by the other's contents."
+                             f"{hint}.")
     if read_raced and read_raced[0]["float64 default"]:
         return Result(False, "in the fresh Python, a caller whose default dtype is float64 (torch.set_default_dtype) "
                              "called run() with float32 rows, which the model takes: "
@@ -6101,23 +6185,27 @@ def load_before_aoti(path: Path) -> Result:
 
 
 def _stable_add_unbacked(op, path: Path) -> str | None:
-    """add on two fake tensors whose first sizes are unbacked symbols (the counts of x[x > 0] and y[y > 0], equal when
-    the call runs, and no trace knows them): a fake kernel's check of the shapes must hold off to the call, not refuse
-    or decide while tracing."""
+    """add on two fake tensors with an unbacked symbol each, in their first sizes (the counts of x[x > 0] and
+    y[y > 0], equal when the call runs, and no trace knows them), then in their second (nonzero(x).t()): a fake
+    kernel's check of the shapes must hold off to the call, not refuse or decide while tracing, in any dimension."""
     from helpers import shapes
 
-    mode, (first, second) = shapes.unbacked(2)
-    with mode:
-        try:
-            out = op(torch.empty(first, 3), torch.empty(second, 3))
-        except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
-            return (f"on two fake tensors of shapes [u0, 3] and [u1, 3], u0 and u1 sizes no trace knows (the counts "
-                    f"of x[mask] and y[mask], as torch.compile traces add(x[mask], y[mask]), which eager runs), your "
-                    f"fake kernel raised {_raised(error, path)}: a check that reads a size, or decides whether two "
-                    "sizes are equal, while tracing, refuses what the call would accept: a condition on sizes that "
-                    "the trace cannot decide is checked when the call runs (lesson 06, section 5)")
-    if out.shape[1] != 3 or out.dim() != 2:
-        return f"on two fake tensors of shapes [u0, 3] and [u1, 3], your fake kernel returned shape {list(out.shape)}"
+    for shown, where in (("[u0, 3] and [u1, 3]", "x[mask] and y[mask]"),
+                         ("[3, u0] and [3, u1]", "nonzero(x).t() and nonzero(y).t(), x and y of 3 dimensions")):
+        mode, (first, second) = shapes.unbacked(2)  # new symbols: a check made on the first pair decides nothing here
+        shapes_given = ((first, 3), (second, 3)) if shown.startswith("[u0") else ((3, first), (3, second))
+        with mode:
+            try:
+                out = op(torch.empty(*shapes_given[0]), torch.empty(*shapes_given[1]))
+            except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
+                return (f"on two fake tensors of shapes {shown}, u0 and u1 sizes no trace knows (the counts in "
+                        f"{where}, as torch.compile traces add of them, which eager runs), your fake kernel raised "
+                        f"{_raised(error, path)}: a check that reads a size, or decides whether two sizes are equal, "
+                        "while tracing, refuses what the call would accept: a condition on sizes that the trace "
+                        "cannot decide is checked when the call runs (lesson 06, section 5)")
+        known = 1 if shown.startswith("[u0") else 0  # the dimension of size 3: a plain int, never a symbol
+        if out.dim() != 2 or not isinstance(out.shape[known], int) or out.shape[known] != 3:
+            return f"on two fake tensors of shapes {shown}, your fake kernel returned shape {list(out.shape)}"
     return None
 
 
@@ -6600,6 +6688,9 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "a `self` and an `out` carved from one buffer, apart (self its first 4 elements, out a 2 x 2 view of its "
         "elements 8 to 11): `out` is not `self`, and is resized where it is": lambda to: (
             (arena := to(torch.arange(16.0)))[0:4], to(torch.full((4,), 3.0)), arena[8:12].view(2, 2)),
+        "a `self` and an empty `out` carved from one buffer, where both start (self its first 4 elements, out its "
+        "first 0): `out` is not `self`, though it starts where `self` does, and is resized where it is": lambda to: (
+            (arena := to(torch.arange(16.0)))[0:4], to(torch.full((4,), 3.0)), arena[:0]),
         "two contiguous 1 x 3 x 4 x 5 tensors into a channels_last 1 x 3 x 2 x 2 `out` (aten lays out an `out` it "
         "resizes by the inputs, not by the `out` it was)": lambda to: (
             to(images[:1].contiguous()), to(images[1:].contiguous()),
@@ -6716,7 +6807,11 @@ def _mul_out_problems() -> list[str]:
                 break
             for case, build_arguments in group.items():
                 expected = build_arguments(on_cpu)
+                aten_inputs = [t for t in expected[:2] if t is not expected[2]]
+                aten_inputs_before = snapshot(aten_inputs)
                 torch.mul(expected[0], expected[1], out=expected[2])
+                # An `out` resized over an input's memory (both carved from one buffer) writes that input, in aten too.
+                aten_wrote_an_input = not unchanged(aten_inputs_before, aten_inputs)
                 arguments = build_arguments(on_device)
                 self, other, out = arguments
                 inputs = [t for t in (self, other) if t is not out]
@@ -6732,7 +6827,7 @@ def _mul_out_problems() -> list[str]:
                 grad_mode_left(f"on {case}")
                 want = expected[2]
                 values = out.cpu()
-                if not unchanged(inputs_before, inputs):
+                if not aten_wrote_an_input and not unchanged(inputs_before, inputs):
                     problems.append(f"on {case}: your kernel changed `self` or `other`, which is not `out`: only `out` "
                                     "is written")
                 elif storage is not None and out.data_ptr() != storage:
@@ -7015,6 +7110,12 @@ def _upcast_operators(received: list) -> torch.library.Library:
         out[:out.shape[0] // 2] = x[:out.shape[0] // 2]
         raise RuntimeError("exercise::fill_then_fail_out: failed after writing the first half of out")
 
+    def resize_then_fail_out(x, *, out):  # resizes out to x's shape, writes its first two elements, then raises
+        refusing("resize_then_fail_out", x, out)
+        out.resize_(x.shape)
+        out[:2] = x[:2]
+        raise ValueError("exercise::resize_then_fail_out: failed after writing out[:2]")
+
     def accumulate_(acc, x):  # writes acc, whatever its floating dtype, and returns it
         refusing("accumulate_", acc, x)
         return acc.add_(x)
@@ -7059,6 +7160,8 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("accumulate_(Tensor(a!) acc, Tensor x) -> Tensor(a!)", accumulate_, (torch.Tag.inplace,)),
             ("fill_then_fail_(Tensor(a!) x) -> ()", fill_then_fail_, ()),
             ("fill_then_fail_out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)", fill_then_fail_out, (torch.Tag.out,)),
+            ("resize_then_fail_out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)", resize_then_fail_out,
+             (torch.Tag.out,)),
             ("cast_sum(Tensor x, *, ScalarType out_dtype) -> Tensor", cast_sum, ()),
             ("double_sum(Tensor x) -> Tensor", double_sum, ()),
             ("cast_twice(Tensor x, ScalarType dtype) -> Tensor", cast_twice, ()),
@@ -7195,8 +7298,8 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          ops.fp32_only, same),
         (f"torch.split(x, 1) in {name}: a list of views of x", lambda d: ((fresh(x, d), 1), {}), torch.split,
          views_of_x),
-        (f"mul_out(a, b, out=ws[:0]) in {name}: out carved from a workspace, resized within its memory",
-         lambda d: ((fresh(a, d), fresh(b, d)), {"out": torch.zeros(20, dtype=d)[:0]}), ops.mul_out,
+        (f"mul_out(a, b, out=ws[2:2]) in {name}: out carved from a workspace, resized within its memory, where it "
+         "starts", lambda d: ((fresh(a, d), fresh(b, d)), {"out": torch.zeros(20, dtype=d)[2:2]}), ops.mul_out,
          returns(0, "out")),
         (f"torch.mul(a, b) in {name}: one of aten's", lambda d: ((fresh(a, d), fresh(b, d)), {}), torch.mul, same),
         (f"torch.mul(a, b, out=out) in {name}: the out= overload of the operator just called",
@@ -7310,6 +7413,9 @@ def _upcast_arguments_differ(args, ref_args) -> str | None:
         if t.numel() > 1 and t.stride() != r.stride():
             return (f"an argument (tensor {i + 1} of the call) has strides {list(t.stride())}, where the call "
                     f"leaves it with {list(r.stride())}")
+        if t.storage_offset() != r.storage_offset():
+            return (f"an argument (tensor {i + 1} of the call) starts at element {t.storage_offset()} of its memory, "
+                    f"where the call leaves it at {r.storage_offset()}")
     return None
 
 
@@ -7631,6 +7737,28 @@ def upcast_mode(path: Path) -> Result:
                                      f"3): without the mode it raises {raised[0].__name__}, under yours {got}: a "
                                      f"caller's `except {raised[0].__name__}:` no longer catches it. The kernel's "
                                      f"error is the caller's, as it was raised{hint}")
+            # A kernel that resizes an out= argument, writes part of it, then raises: the caller's buffer is resized
+            # and holds what was written, and the error is the kernel's, as in float32 without the mode.
+            outcomes = []
+            for context, dtype in ((contextlib.nullcontext(), torch.float32), (mode, half)):
+                out = torch.empty(0, dtype=dtype)
+                try:
+                    with context:
+                        torch.ops.exercise.resize_then_fail_out(torch.tensor([1.0, 2.0, 3.0], dtype=dtype), out=out)
+                except Exception as error:  # noqa: BLE001 - which error: that is the point
+                    outcomes.append((type(error).__name__, list(out.shape), out[:2].tolist()))
+                else:
+                    outcomes.append(("nothing", list(out.shape), out[:2].tolist()))
+            if outcomes[0] != outcomes[1]:
+                (error, shape, written), (got, got_shape, got_written) = outcomes
+                dtype = str(half).removeprefix("torch.")
+                return Result(False, f"resize_then_fail_out(x, out=out), out empty, in {dtype}: its kernel resizes "
+                                     f"out to [3], writes out[:2], then raises {error}: without the mode (in float32) "
+                                     f"the caller gets {error} and out of shape {shape} starting {written}; under "
+                                     f"yours {got}, and out of shape {got_shape}"
+                                     + (f" starting {got_written}" if got_written else "") + ": what a kernel did to "
+                                     f"an argument before it raised, a resize too, is the caller's, and so is its "
+                                     f"error{hint}")
             if not torch.is_grad_enabled():
                 return Result(False, "after calls under your mode whose kernels raised, grad mode is off in the "
                                      "caller's thread: its next training step builds no graph. A mode that changes "

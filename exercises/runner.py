@@ -22,7 +22,7 @@ from pathlib import Path
 
 from helpers import forkserver, progress
 
-from .toolkit import EXERCISES, WATCHDOG, Diagnosis, Result, changed_compile_setting, compile_settings
+from .toolkit import EXERCISES, NOW_DOING, WATCHDOG, Diagnosis, Result, changed_compile_setting, compile_settings
 
 RUNNING_LIMIT = 60.0
 
@@ -100,12 +100,17 @@ def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float
         waited = running_limit * WATCHDOG.WALL_FACTOR
         return Result(False, f"your code ran for {waited:g} s without finishing{where}, using little of the "
                              "processor: does it wait for something that never comes?")
-    said = [line for line in output.splitlines() if line.strip() and not progress.is_progress_line(line)]
+    # Not a C++ backtrace's frames (c10::Error prints them): the lines before them say what was running.
+    said = [line for line in output.splitlines() if line.strip() and not progress.is_progress_line(line)
+            and not re.match(r"\s*(frame #\d+: |<omitting python frames>)", line)]
     last = said[-1] if said else ""
+    doing = next((line.removeprefix(NOW_DOING) for line in reversed(said) if line.startswith(NOW_DOING)), None)
     if returncode < 0:
         why = EXERCISES[exercise_id].on_crash
         return Result(False, f"the check's process died ({signal.Signals(-returncode).name}) while running your code"
-                             + (f"; its last words: {last}" if last else ".") + (f"\n{why(path)}" if why else ""))
+                             + (f" (the check was {doing})" if doing else "")
+                             + (f"; its last words: {last}" if last and not last.startswith(NOW_DOING) else ".")
+                             + (f"\n{why(path)}" if why else ""))
     if "Traceback (most recent call last)" in output:  # the check itself failed: a bug of the workbook's
         return Result(False, f"the check's process failed (exit {returncode}):\n{output[-1500:]}")
     return Result(False, f"your code ended the check's process with exit code {returncode} before the check could "

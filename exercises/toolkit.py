@@ -108,6 +108,61 @@ def compile_settings() -> dict[str, object]:
             for name, value in module.get_config_copy().items()}
 
 
+def thread_state() -> dict:
+    """What a call on this thread depends on beyond its arguments: grad and inference mode, the include and exclude
+    sets."""
+    return {"grad mode": torch.is_grad_enabled(), "inference mode": torch.is_inference_mode_enabled(),
+            "the thread-local include set": torch._C._dispatch_tls_local_include_set(),
+            "the thread-local exclude set": torch._C._dispatch_tls_local_exclude_set()}
+
+
+def thread_state_changes(before: dict) -> str:
+    """'' where the thread's state is as `before` (thread_state()), else what changed, in words."""
+    changes = []
+    for what, (old, new) in zip(before, zip(before.values(), thread_state().values())):
+        if old == new:
+            continue
+        if isinstance(old, bool):
+            changes.append(f"{what} was {'on' if old else 'off'}, and is {'on' if new else 'off'}")
+        else:
+            changes.append(f"{what} {keyset_change(old, new)}")
+    return "; ".join(changes)
+
+
+def keys_in(keyset: torch._C.DispatchKeySet) -> list[str]:
+    """The keys a keyset holds, by name: each backend's own runtime key (AutogradCPU and AutogradMeta, where
+    trace.key_names names one key per kind of key), and a kind of key held with no backend of its own, as
+    _dispatch_tls_set_dispatch_key_excluded(AutogradFunctionality) leaves it: every backend's key of that kind."""
+    runtime, kinds = {}, {}
+    for name, key in torch._C.DispatchKey.__members__.items():
+        if not (torch._C._dispatch_is_alias_key(key) or name.startswith(("Undefined", "StartOf", "EndOf"))):
+            single = torch._C.DispatchKeySet(key)
+            (runtime if single.highestPriorityTypeId() == key else kinds)[name] = single
+    held = [name for name, single in runtime.items() if keyset & single == single]
+    return held + [f"{name} (every backend's)" for name, kind in kinds.items() if keyset & kind == kind
+                   and not any(runtime[runtime_key] & kind == kind for runtime_key in held)]
+
+
+def keyset_change(old: torch._C.DispatchKeySet, new: torch._C.DispatchKeySet) -> str:
+    """'gained AutogradOther; lost ADInplaceOrView': how a keyset changed, by key name."""
+    gained = [key for key in keys_in(new) if key not in keys_in(old)]
+    lost = [key for key in keys_in(old) if key not in keys_in(new)]
+    if not (gained or lost) and old.raw_repr() != new.raw_repr():  # bits that make no key by themselves
+        return (f"in bits that no key's name shows: {old.raw_repr():#x} before, {new.raw_repr():#x} after (torch."
+                "_C.DispatchKeySet.raw_repr): a backend's bits with no functionality of theirs, as setting a "
+                "per-backend key's exclusion back one key at a time leaves them")
+    return "; ".join(f"{what} {', '.join(keys)}" for what, keys in (("gained", gained), ("lost", lost)) if keys)
+
+
+NOW_DOING = "the check is now "  # a line the runner quotes where the reader's code kills the process
+
+
+def now_doing(what: str) -> None:
+    """Say what the check does next, where the runner finds it if the reader's code kills the process (a C++ abort
+    prints nothing of the call it was in)."""
+    print(NOW_DOING + what, flush=True)
+
+
 def load_python(path: Path):
     """Import a Python exercise file afresh, from its text: never from a cached .pyc, which Python trusts when the
     file's size and modification second are unchanged (an edit of one character within a second would not count).
@@ -116,9 +171,14 @@ def load_python(path: Path):
     spec = importlib.util.spec_from_file_location(f"exercise_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
-    settings = compile_settings()
+    settings, thread = compile_settings(), thread_state()
     WATCHDOG.start()
     exec(code, module.__dict__)
+    if changed := thread_state_changes(thread):
+        raise Diagnosis(f"importing your file changed the thread's dispatch state ({changed}), before any call: "
+                        "whatever a module makes at import is in force from then on, on the importing thread (some of "
+                        "torch._C's guards, _AutoDispatchBelowAutograd for one, act from where they are made, not from "
+                        "`with`). Make what a call needs in the call")
     if changed := changed_compile_setting(settings):
         name, now, before = changed
         raise Diagnosis(f"importing your file set {name} to {now!r} (it was {before!r}): a setting of the whole "
@@ -216,6 +276,8 @@ def _states(node: ast.stmt) -> bool:
     if isinstance(node, (ast.Import, ast.ImportFrom, ast.Pass)):
         return True
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        if isinstance(node, ast.AnnAssign) and any(isinstance(part, ast.Call) for part in ast.walk(node.annotation)):
+            return False  # a module's annotations are evaluated when it runs: a call in one runs
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         try:
             ast.literal_eval(node.value)

@@ -57,6 +57,20 @@ def test_a_crash_quotes_the_last_line_the_process_printed(tmp_path):
         "the check's process died (SIGSEGV) while running your code; its last words: about to crash")
 
 
+def test_a_crash_names_what_the_check_was_doing_past_a_cpp_backtrace(tmp_path):
+    # What a c10::Error that ends the process prints last (its backtrace), after the check said what it was doing.
+    answer = tmp_path / "01_schema.py"
+    answer.write_text(f"import os, signal\n\nprint({toolkit.NOW_DOING!r} + 'calling it from four threads', flush=True)\n"
+                      "print('terminate called after throwing an instance of c10::Error', flush=True)\n"
+                      "print('frame #0: c10::Error::Error() + 0x1 (libc10.so)', flush=True)\n"
+                      "print('<omitting python frames>', flush=True)\n"
+                      "os.kill(os.getpid(), signal.SIGABRT)\n")
+    result = exercises.run_check("01.schema", answer)
+    assert not result.passed and result.diagnosis.startswith(
+        "the check's process died (SIGABRT) while running your code (the check was calling it from four threads); "
+        "its last words: terminate called after throwing an instance of c10::Error")
+
+
 @pytest.mark.parametrize("code, running_limit, diagnosis", [
     # A loop: reported once it has used the limit in processor time.
     ("n = 0\nwhile True: n += 1  # one line: the stacks may be taken at the test or at the body\n", 0.5,

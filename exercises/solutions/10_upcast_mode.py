@@ -34,13 +34,13 @@ out=, a view, several outputs and several written arguments (a float32 one besid
 order), lists of tensors, keyword arguments) and aten's, in float16 and in bfloat16, under one instance of your mode, on
 CPU and meta tensors, empty ones too, and compares each call with the same call in float32 without it; it also makes
 calls whose kernels raise (the caller gets the kernel's error, of its type, and its thread's state as it was; one writes
-part of an argument first (in place, and out=), which must then hold what was written, and the rest what it held, as
-without the mode; one writes an argument, which the caller then writes into), then another, passes one tensor twice in a
-written list, enters a mode of its own outside yours, which must still see the calls, writes into a tensor between two
-calls, traces a call with make_fx, and differentiates through a call on a parameter (what the mode returns is an
-ordinary tensor). (Two different views of one memory in a written list are beyond such a mode: each gets a float32 copy
-of its own, and one write is lost. Not every schema tells the truth: aten::native_batch_norm writes running_mean and
-running_var without marking them `(a!)`, so a mode like this one loses their updates.)
+part of an argument first (in place, out=, and an out= it resizes first), which must then hold what was written, and the
+rest what it held, as without the mode; one writes an argument, which the caller then writes into), then another, passes
+one tensor twice in a written list, enters a mode of its own outside yours, which must still see the calls, writes into
+a tensor between two calls, traces a call with make_fx, and differentiates through a call on a parameter (what the mode
+returns is an ordinary tensor). (Two different views of one memory in a written list are beyond such a mode: each gets a
+float32 copy of its own, and one write is lost. Not every schema tells the truth: aten::native_batch_norm writes
+running_mean and running_var without marking them `(a!)`, so a mode like this one loses their updates.)
 """
 
 import torch

@@ -3712,6 +3712,40 @@ def _sum_squares_empty_batch(op) -> str | None:
     return None
 
 
+
+def _sum_squares_cast_cache_kept(op) -> str | None:
+    """autocast's cast cache as the caller has it: off in a region opened with cache_enabled=False, and in a region
+    with it on, the casts torch's own operators cached before the call (a weight's, cast once per region) still
+    cached after it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    xs = [torch.ones(3, dtype=_BF16)]
+    with torch.autocast("cpu", cache_enabled=False):
+        op(xs, None)
+        if torch.is_autocast_cache_enabled():
+            return ("in a region opened with torch.autocast(\"cpu\", cache_enabled=False), after a call of "
+                    "sum_squares autocast's cast cache is on: every cast torch's operators make after it in the region "
+                    "is kept, which the caller turned off. What a kernel changes of autocast's settings it sets back "
+                    "to what it was (lesson 05, section 5)")
+    weight, rows, casts = torch.ones(4, 4, requires_grad=True), torch.ones(2, 4), []
+
+    class CastsOfTheWeight(TorchDispatchMode):  # counts the casts of `weight` autocast makes
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._to_copy.default and args and args[0] is weight:
+                casts.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with torch.autocast("cpu"), CastsOfTheWeight():
+        torch.mm(rows, weight)  # a leaf that requires grad: its cast is cached for the region
+        op(xs, None)
+        torch.mm(rows, weight)
+    if len(casts) != 1:
+        return ("in a region, torch.mm(rows, weight), weight a leaf that requires grad (whose cast autocast caches "
+                "for the region), then sum_squares, then torch.mm(rows, weight) again: the weight was cast "
+                f"{len(casts)} times, where autocast casts it once per region: the call emptied the region's cast "
+                "cache, which is the region's, not one call's (lesson 05, section 5)")
+    return None
+
 @exercise("05.autocast_guard", "hard", on_crash=_autocast_guard_crash)
 def autocast_guard(path: Path) -> Result:
     load_cpp("exercise05_sum_squares", path, label="your 05_autocast_guard.cpp")
@@ -3794,7 +3828,7 @@ def autocast_guard(path: Path) -> Result:
                 return Result(False, problem)
     if problem := (_sum_squares_fresh_tensors(op) or _sum_squares_inputs_freed(op)
                    or _sum_squares_in_threads(op) or _sum_squares_empty_batch(op)
-                   or _sum_squares_scale_on_another_device(op)):
+                   or _sum_squares_scale_on_another_device(op) or _sum_squares_cast_cache_kept(op)):
         return Result(False, problem)
     return Result(True, (
         "float32 below autocast for every eligible input, xs and scale, float8 too, in one region and again in a "
@@ -4434,6 +4468,8 @@ def vmap_rule(path: Path) -> Result:
                  torch.randn(4, 2, 3), torch.randn(4, 3, 2), (0, 0)),
                 ("x and y [4, 2, 5, 6], both batched in dimension 0: examples of three dimensions",
                  torch.randn(4, 2, 5, 6), torch.randn(4, 2, 5, 6), (0, 0)),
+                ("x and y [4, 2, 1, 3], both batched in dimension 0: examples of three dimensions, one of them 1",
+                 torch.randn(4, 2, 1, 3), torch.randn(4, 2, 1, 3), (0, 0)),
                 ("x [3, 7, 4] with no batch (three dimensions) and y [5, 3, 4] batched in dimension 0",
                  torch.randn(3, 7, 4), torch.randn(5, 3, 4), (None, 0)),
                 ("x [4, 5, 6] batched in dimension 0 and y [1, 5, 6] with no batch: three dimensions, one matrix in "
@@ -4694,20 +4730,23 @@ class FakeTimer:
     counts whole steps of `step` µs (a power of two: its multiples, and their differences, are exact); a call right
     after a cold call of the other side runs `second_faster` µs faster (that call warmed a cache for it; a warmed call
     warms nothing), so in a round the second call is the faster, by less and less where `fading_over` is set (nothing
-    from that call on: a cache that stays warm as the machine runs). `calls` holds (with the layer?, the time
+    from that call on: a cache that stays warm as the machine runs), or by more and more where `growing_over` is (all
+    of it from that call on: a cache that warms as the machine runs). `calls` holds (with the layer?, the time
     returned)."""
 
     def __init__(self, cost: float, drift: float = 0.0, spikes: int | None = None, noise: float = 0.03, seed: int = 7,
-                 step: float = 0.0, second_faster: float = 0.0, fading_over: int = 0):
+                 step: float = 0.0, second_faster: float = 0.0, fading_over: int = 0, growing_over: int = 0):
         self.cost, self.drift, self.spikes, self.noise, self.step, self.calls = cost, drift, spikes, noise, step, []
-        self.second_faster, self.fading_over, self.warmed = second_faster, fading_over, False
+        self.second_faster, self.fading_over, self.growing_over, self.warmed = (second_faster, fading_over,
+                                                                                growing_over, False)
         self.random = random.Random(seed)
 
     def _time(self, layer: bool) -> float:
         n = len(self.calls)
         spike = 40.0 if self.spikes is not None and n % 16 == self.spikes else 0.0
         self.warmed = bool(self.calls) and self.calls[-1][0] != layer and not self.warmed
-        faster = self.second_faster * (max(0.0, 1 - n / self.fading_over) if self.fading_over else 1.0)
+        faster = self.second_faster * (max(0.0, 1 - n / self.fading_over) if self.fading_over else
+                                       min(1.0, n / self.growing_over) if self.growing_over else 1.0)
         time = (2.0 + self.drift * n + self.random.gauss(0, self.noise) + spike + (self.cost if layer else 0.0)
                 - (faster if self.warmed else 0.0))
         self.calls.append((layer, round(time / self.step) * self.step if self.step else time))
@@ -5273,7 +5312,10 @@ def layer_cost(path: Path) -> Result:
              "the layer, is off)", FakeTimer(-0.5, seed=14), None, 15),
             ("a layer of 0.07 µs, timed in whole steps of 0.125 µs (more than half of the differences one step, the "
              "rest 0: the first quartile is 0, not above it)", FakeTimer(0.07, noise=0.02, seed=9, step=0.125), None,
-             15)]:
+             15),
+            ("a layer of 0.40 µs on a machine where the second call of a round runs faster, by nothing at first and by "
+             "0.60 µs once 30 calls are made (a cache that warms as the machine runs)",
+             FakeTimer(0.4, second_faster=0.6, growing_over=30, seed=16), 0.4, 15)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
         measured.append((what, timer, rounds))
         made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}

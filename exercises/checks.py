@@ -944,6 +944,31 @@ def _process_state_changed(before: dict) -> str:
     return " and ".join(changed)
 
 
+
+def _softplus2_dtypes_inside(op) -> list[str]:
+    """The dtypes of the operations the kernel runs on a float32 input, seen by a TorchDispatchMode below it: at the
+    input's precision, none computes in another floating dtype (float64 and back gives other roundings, two casts
+    in every traced graph, and fails where a device has no float64)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Dtypes(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            seen.extend((str(func), t.dtype) for t in torch.utils._pytree.tree_leaves(out)
+                        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float32)
+            return out
+
+    with Dtypes():
+        op(torch.linspace(-3, 3, 7))
+    if seen:
+        func, dtype = seen[0]
+        return [f"on a float32 input, your kernel computes in {dtype} ({func} gives it): a computation at another "
+                "precision than the input's rounds otherwise, puts two casts in every graph torch.compile and "
+                "torch.export trace, and fails on a device without that dtype"]
+    return []
+
 @exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
     import contextlib
@@ -1030,7 +1055,7 @@ def composite_key(path: Path) -> Result:
                 problems.append(f"{what}: grad mode changed in the call; a kernel must leave the caller's thread-local "
                                 "state as it found it (lesson 00, section 2)")
         if not problems:
-            problems += _softplus2_fresh_outputs(op)
+            problems += _softplus2_fresh_outputs(op) or _softplus2_dtypes_inside(op)
         if not problems:  # where meta tensors fail, fake ones do too: that is said already
             problems += _softplus2_on_fake_tensors(op) or _softplus2_traced_on_meta(op)
         # Whether autograd saw the operations inside the kernel, read from the dispatch table, not from the fallback's

@@ -944,7 +944,6 @@ def _process_state_changed(before: dict) -> str:
     return " and ".join(changed)
 
 
-
 def _softplus2_dtypes_inside(op) -> list[str]:
     """The dtypes of the operations the kernel runs on a float32 input, seen by a TorchDispatchMode below it: at the
     input's precision, none computes in another floating dtype (float64 and back gives other roundings, two casts
@@ -968,6 +967,7 @@ def _softplus2_dtypes_inside(op) -> list[str]:
                 "precision than the input's rounds otherwise, puts two casts in every graph torch.compile and "
                 "torch.export trace, and fails on a device without that dtype"]
     return []
+
 
 @exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
@@ -1200,10 +1200,11 @@ def _outer_unbacked(outer) -> str | None:
     computes with it can."""
     from helpers import shapes
 
-    for where in ("as `a`", "as `b`", "as both `a` and `b`"):
-        mode, (count, other) = shapes.unbacked(2)  # new symbols each time: nothing decided about them before
-        a, b = {"as `a`": ((count,), (3,)), "as `b`": ((3,), (count,)),
-                "as both `a` and `b`": ((count,), (other,))}[where]
+    for where, placed in (("as `a`", lambda count, other: ((count,), (3,))),
+                          ("as `b`", lambda count, other: ((3,), (count,))),
+                          ("as both `a` and `b`", lambda count, other: ((count,), (other,)))):
+        mode, counts = shapes.unbacked(2)  # new symbols each time: nothing decided about them before
+        a, b = placed(*counts)
         with mode:
             try:
                 out = outer(torch.empty(a), torch.empty(b))
@@ -1384,10 +1385,6 @@ def _redispatch_refused(error: BaseException) -> str | None:
             "all.\nLook again at lesson 03, section 3: which keyset a kernel hands on.")
 
 
-
-
-
-
 def _switch_threads_below_autograd() -> None:
     """Lets another thread run now, in a kernel below autograd (_keyset_kept_apart's two threads), and raises
     _StateLeft where that thread's call changed this thread's dispatch state meanwhile: nothing of this thread ran, so
@@ -1540,10 +1537,6 @@ def _recording_mode():
 
 class _StateLeft(Exception):
     """A call came back with the thread's include or exclude set changed."""
-
-
-
-
 
 
 def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the guard, and how long what it changes "
@@ -3749,7 +3742,6 @@ def _sum_squares_empty_batch(op) -> str | None:
     return None
 
 
-
 def _sum_squares_cast_cache_kept(op) -> str | None:
     """autocast's cast cache as the caller has it: off in a region opened with cache_enabled=False, and in a region
     with it on, the casts torch's own operators cached before the call (a weight's, cast once per region) still
@@ -3757,13 +3749,11 @@ def _sum_squares_cast_cache_kept(op) -> str | None:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     xs = [torch.ones(3, dtype=_BF16)]
-    with torch.autocast("cpu", cache_enabled=False):
-        op(xs, None)
-        if torch.is_autocast_cache_enabled():
-            return ("in a region opened with torch.autocast(\"cpu\", cache_enabled=False), after a call of "
-                    "sum_squares autocast's cast cache is on: every cast torch's operators make after it in the region "
-                    "is kept, which the caller turned off. What a kernel changes of autocast's settings it sets back "
-                    "to what it was (lesson 05, section 5)")
+    try:  # op compares autocast's settings before and after the call (_watching_dispatch_state)
+        with torch.autocast("cpu", cache_enabled=False):
+            op(xs, None)
+    except _StateLeft as left:
+        return f"in a region opened with torch.autocast(\"cpu\", cache_enabled=False): {left}"
     weight, rows, casts = torch.ones(4, 4, requires_grad=True), torch.ones(2, 4), []
 
     class CastsOfTheWeight(TorchDispatchMode):  # counts the casts of `weight` autocast makes
@@ -6269,20 +6259,20 @@ def _stable_add_unbacked(op, path: Path) -> str | None:
     kernel's check of the shapes must hold off to the call, not refuse or decide while tracing, in any dimension."""
     from helpers import shapes
 
-    for shown, where in (("[u0, 3] and [u1, 3]", "x[mask] and y[mask]"),
-                         ("[3, u0] and [3, u1]", "nonzero(x).t() and nonzero(y).t(), x and y of 3 dimensions")):
-        mode, (first, second) = shapes.unbacked(2)  # new symbols: a check made on the first pair decides nothing here
-        shapes_given = ((first, 3), (second, 3)) if shown.startswith("[u0") else ((3, first), (3, second))
+    for unknown, shown, where in (
+            (0, "[u0, 3] and [u1, 3]", "x[mask] and y[mask]"),
+            (1, "[3, u0] and [3, u1]", "nonzero(x).t() and nonzero(y).t(), x and y of 3 dimensions")):
+        mode, counts = shapes.unbacked(2)  # new symbols: a check made on the first pair decides nothing here
         with mode:
             try:
-                out = op(torch.empty(*shapes_given[0]), torch.empty(*shapes_given[1]))
+                out = op(*(torch.empty((count, 3) if unknown == 0 else (3, count)) for count in counts))
             except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
                 return (f"on two fake tensors of shapes {shown}, u0 and u1 sizes no trace knows (the counts in "
                         f"{where}, as torch.compile traces add of them, which eager runs), your fake kernel raised "
                         f"{_raised(error, path)}: a check that reads a size, or decides whether two sizes are equal, "
                         "while tracing, refuses what the call would accept: a condition on sizes that the trace "
                         "cannot decide is checked when the call runs (lesson 06, section 5)")
-        known = 1 if shown.startswith("[u0") else 0  # the dimension of size 3: a plain int, never a symbol
+        known = 1 - unknown  # the dimension of size 3: a plain int, never a symbol
         if out.dim() != 2 or not isinstance(out.shape[known], int) or out.shape[known] != 3:
             return f"on two fake tensors of shapes {shown}, your fake kernel returned shape {list(out.shape)}"
     return None

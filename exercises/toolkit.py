@@ -145,8 +145,9 @@ def keys_in(keyset: torch._C.DispatchKeySet) -> list[str]:
 
 def keyset_change(old: torch._C.DispatchKeySet, new: torch._C.DispatchKeySet) -> str:
     """'gained AutogradOther; lost ADInplaceOrView': how a keyset changed, by key name."""
-    gained = [key for key in keys_in(new) if key not in keys_in(old)]
-    lost = [key for key in keys_in(old) if key not in keys_in(new)]
+    old_keys, new_keys = keys_in(old), keys_in(new)
+    gained = [key for key in new_keys if key not in old_keys]
+    lost = [key for key in old_keys if key not in new_keys]
     if not (gained or lost) and old.raw_repr() != new.raw_repr():  # bits that make no key by themselves
         return (f"in bits that no key's name shows: {old.raw_repr():#x} before, {new.raw_repr():#x} after (torch."
                 "_C.DispatchKeySet.raw_repr): a backend's bits with no functionality of theirs, as setting a "

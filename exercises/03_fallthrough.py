@@ -8,7 +8,8 @@ registration must live in it, and change nothing else (torch's process-wide auto
 filters included; a fallthrough where the entry is one already, as at ADInplaceOrView or AutocastCPU, changes nothing).
 The check calls it on CPU and meta tensors, reads its dispatch table at every backend's Autograd key, and destroys
 `lib`, after which the table must be as it was; then it does the same with a second Library, and with four more made and
-dropped in turn.
+dropped in turn, and one its caller drops without destroying it (torch removes a Library's registrations once it is
+collected).
 """
 
 import torch

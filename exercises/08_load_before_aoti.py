@@ -1,4 +1,4 @@
-"""Exercise 08.load_before_aoti (easy): run an AOTInductor package in production.
+"""Exercise 08.load_before_aoti (medium): run an AOTInductor package in production.
 
 Write `run(model_pt2, x)`: load the AOTInductor package `model_pt2` (a .pt2 file like lesson 08's, whose model calls
 workbook operators) and return the model's output for `x`. The check runs it as production would: in a fresh Python in
@@ -19,16 +19,18 @@ over one file in turn, and after each of four deployed by flipping a link to the
 current/model.pt2), after the link flipped to a release served already by its own name, then on a file and a link to it,
 the link flipped to another release, twenty times more on new inputs (what it keeps of them counted), on a release
 deployed over a file while run() loads it (and once run() has read it itself), on that file again an hour later by the
-process's clocks (time's clocks and datetime's), and for a caller whose default dtype is float64; it checks each output
-(a tensor the caller can use as any other), the refusals, that grad mode, the number of threads, the inter-op threads,
-whether denormal numbers flush to zero, float32 matmul precision, deterministic algorithms (their warn-only mode too)
-and the random number generator's state are as they were after each call (and after your file is imported, the inter-op
-threads and whether denormal numbers flush to zero too; the caller sets the number of threads after the import), that
-the calls grow neither the temporary folder nor the models the process keeps loaded (a model that no name the caller
-gives leads to any more, an old release behind a flipped link, is dropped by the next call on that name at the latest),
-nor load a file's model again while the file is unchanged (after a request the package refused, or given by another
-name: a symbolic or a hard link to it; a model's library stays mapped after the model is dropped), and that nothing was
-loaded from the workbook's build folder.
+process's clocks (time's clocks and datetime's), for a caller whose default dtype is float64, then by one relative name
+from the folders of two releases in turn (a caller that changes its working directory), and on 129 files in turn, twice;
+it checks each output (a tensor the caller can use as any other), the refusals, that grad mode, the number of threads,
+the inter-op threads, whether denormal numbers flush to zero, float32 matmul precision, deterministic algorithms (their
+warn-only mode too) and the random number generator's state are as they were after each call (and after your file is
+imported, the inter-op threads and whether denormal numbers flush to zero too; the caller sets the number of threads
+after the import), that Python's warning filters and the loggers' levels are as they were after the import once the
+calls are done, that the calls grow neither the temporary folder nor the models the process keeps loaded (a model that
+no name the caller gives leads to any more, an old release behind a flipped link, is dropped by the next call on that
+name at the latest), nor load a file's model again while the file is unchanged (after a request the package refused, or
+given by another name: a symbolic or a hard link to it; a model's library stays mapped after the model is dropped), and
+that nothing was loaded from the workbook's build folder.
 """
 
 import torch

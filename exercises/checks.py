@@ -1508,6 +1508,22 @@ def fallthrough(path: Path) -> Result:
                                      "given." + hint)
             fresh._destroy()
             del fresh
+        # And one dropped as a caller drops a Library it is done with, without _destroy(): torch removes a Library's
+        # registrations when it is collected (the weakref.finalize in Library.__init__), once nothing holds it.
+        import gc
+
+        dropped = torch.library.Library("exercise", "FRAGMENT")
+        answer.register(dropped)
+        dropped_ref = weakref.ref(dropped)
+        del dropped
+        gc.collect()
+        if dropped_ref() is not None or trace.dispatch_table(op) != before:
+            return Result(False, "a Library given to register, then dropped by its caller without _destroy() (its last "
+                                 "reference gone, as when a test's fixture ends; torch removes a collected Library's "
+                                 "registrations): count_odd's Autograd keys still fall through"
+                                 + (", and the Library is still alive: something your code keeps holds it"
+                                    if dropped_ref() is not None else "")
+                                 + ". A registration lives as long as the Library its caller holds." + hint)
         return Result(True, f"autograd skipped at all {len(_autograd_keys())} Autograd keys, CPU and meta tensors "
                             "included; the registration lives in your Library")
 
@@ -1698,6 +1714,12 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                                                lambda x, other: x.clone().add_(other),
                                                ("x (complex128)", "other (complex64)"), "x.clone().add_(other)",
                                                second_dtype=torch.complex64)
+                         # A real other of every floating dtype: torch's add_ takes each into a complex x.
+                         or next((told for dtype in (torch.float64, torch.bfloat16)
+                                  if (told := _complex_gradients(
+                                      lambda x, other: op(x.clone(), other), lambda x, other: x.clone().add_(other),
+                                      ("x (complex128)", f"other (real, {_dtype_names([dtype])})"),
+                                      "x.clone().add_(other)", real_second=True, second_dtype=dtype))), None)
                          or _tangent_kept(lambda make_dual: op(make_dual(torch.ones(3), torch.ones(3)).clone(),
                                                                make_dual(torch.full((3,), 2.0), torch.full((3,), 2.0))),
                                           "y = x.clone(), x of tangent [1, 1, 1], and other of tangent [2, 2, 2], "
@@ -1901,10 +1923,11 @@ def _complex_gradients(call, reference, names: tuple[str, ...], formula: str,
             if not real_second:
                 raise
             told = str(error).splitlines()[0].split("  (Could this error")[0][:200]
-            return (f"{formula} with a complex x and a real other (which torch's add_ takes: a real bias added into a "
-                    f"complex tensor), under a loss that gives the output a complex gradient: backward raised: {told}. "
-                    "Each gradient has its input's kind: a real input's gradient is real, as torch's own formulas give "
-                    "it (its docs: Autograd for Complex Numbers)")
+            dtype = "" if values[1].dtype == torch.float32 else f" of {_dtype_names([values[1].dtype])}"
+            return (f"{formula} with a complex x and a real other{dtype} (which torch's add_ takes: a real bias added "
+                    "into a complex tensor), under a loss that gives the output a complex gradient: backward raised: "
+                    f"{told}. Each gradient has its input's kind: a real input's gradient is real, as torch's own "
+                    "formulas give it (its docs: Autograd for Complex Numbers)")
     with warnings.catch_warnings(record=True) as torch_warned:
         warnings.simplefilter("always")
         want_all = gradients(reference)
@@ -2935,6 +2958,7 @@ def redispatch(path: Path) -> Result:
                    lambda: torch._efficientzerotensor(3), nullcontext, "CPU"),
                   ("a 0-dim CPU tensor that requires grad (a learnable scale), inside a TorchDispatchMode",
                    lambda: torch.tensor(1.5, requires_grad=True), _recording_mode, "CPU")]
+        more_seen = None  # (the case, what the mode saw) where it saw more than the call
         for what, make, context, key in cases:
             x = make()
             ran.clear()
@@ -2991,6 +3015,8 @@ def redispatch(path: Path) -> Result:
                                      "handed lacks the keys the thread-local include set adds to the call's (the "
                                      "mode's Python key).\nLook again at lesson 00, section 2 (thread-local state), "
                                      f"and {_PASSING_ON}")
+            if mode is not None and (seen := [name for name, _ in mode.calls]) != ["exercise.scale2.default"]:
+                more_seen = more_seen or (what, seen)  # said last: a diagnosis below may name the cause
             if any(conjugate_bit):
                 bit, key_skipped = (("conjugate", "Conjugate") if x.is_conj() else ("zero", "ZeroTensor")
                                     if x._is_zerotensor() else ("negative", "Negative"))
@@ -3122,6 +3148,12 @@ def redispatch(path: Path) -> Result:
             told = f"on a dual tensor whose tangent is a tensor subclass (TwoTensor), or requires grad: {left}"
         if told:
             return Result(False, f"{told}.\nLook again at {tangents}")
+        if more_seen:
+            what, seen = more_seen
+            return Result(False, f"on {what} the mode saw {', '.join(seen)}, where a call of torch's own operators "
+                                 "shows it the call alone: every other call is work each call does, and what every "
+                                 "trace of the program records (torch.compile's, a profiler's). Forward needs the call "
+                                 f"below autograd, and nothing more.\nLook again at {_PASSING_ON}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
                             "mode's key and those of conjugate and negative views kept, with a gradient; the thread's "
                             "state as it was, after a refused call too")
@@ -3175,6 +3207,17 @@ def _mm2_seen_by_a_mode(op, activation: torch.Tensor, weight: torch.Tensor) -> s
     return None
 
 
+def _autocast_settings() -> dict:
+    """What autocast reads on this thread, by name: each device type's dtype and whether its region is on, and the
+    cast cache."""
+    settings = {}
+    for device in ("cpu", "cuda"):
+        settings[f"autocast dtype for {device}"] = torch.get_autocast_dtype(device)
+        settings[f"autocast region for {device}"] = "on" if torch.is_autocast_enabled(device) else "off"
+    settings["autocast cache"] = "on" if torch.is_autocast_cache_enabled() else "off"
+    return settings
+
+
 @exercise("05.register_autocast", "easy", on_crash=_register_autocast_crash)
 def register_autocast(path: Path) -> Result:
     received = []  # the dtypes each call of mm2's CPU kernel received
@@ -3196,9 +3239,17 @@ def register_autocast(path: Path) -> Result:
         default = torch.get_autocast_dtype("cpu")
         torch.set_autocast_dtype("cpu", torch.float16)
         try:
+            before = _autocast_settings()
             answer.register(library)
+            changed = [f"{what} from {was} to {now}" for what, was, now in
+                       zip(before, before.values(), _autocast_settings().values()) if was != now]
         finally:
             torch.set_autocast_dtype("cpu", default)
+        if changed:
+            return Result(False, f"register(lib) changed the thread's {'; '.join(changed)}: a setting of the "
+                                 "program's, for every later autocast region (torch's own operators' too), not the "
+                                 "operator's. A registration changes the operator's dispatch table, nothing else "
+                                 "(lesson 05, section 7: register_autocast's arguments).")
         op = _watching_dispatch_state(torch.ops.exercise.mm2.default,
                                       "lesson 05, section 4: the guard, and how long what it changes lasts.")
         activation, weight = torch.randn(2, 3), torch.randn(3, 4).to(torch.bfloat16)
@@ -3207,6 +3258,7 @@ def register_autocast(path: Path) -> Result:
             """mm2(a, b): None when it ran the CPU kernel once, on inputs of `dtype`, and returned their product."""
             what = f"{where}, mm2({_dtype_names((a.dtype, b.dtype), ', ')})"
             received.clear()
+            attributes = [set(vars(a)), set(vars(b))]  # the caller's tensors' Python attributes
             try:
                 out = op(a, b)
             except RecursionError:
@@ -3227,6 +3279,11 @@ def register_autocast(path: Path) -> Result:
             if not received:
                 return (f"{what}: mm2's CPU kernel did not run: your kernel computed the product some other way than "
                         "through the operator (lesson 05, section 2: what an Autocast kernel hands on)")
+            if added := [f"{name}.{attribute}" for name, tensor, had in zip("ab", (a, b), attributes)
+                         for attribute in sorted(set(vars(tensor)) - had)]:
+                return (f"{what}: the call set {', '.join(added)} on the caller's tensors: what autocast does for a "
+                        "call stays out of its arguments (torch.save keeps such attributes, and the caller's code may "
+                        "read them)")
             if out.dtype != dtype and (not dtype.is_floating_point or dtype == torch.float64):
                 return (f"{what} returned {out.dtype}: autocast casts only eligible inputs, floating point and not "
                         "float64; the others run as they are (lesson 05, section 2: what cached_cast casts; section "
@@ -3514,6 +3571,7 @@ _SUM_SQUARES_IN_REGION = [
 ]
 _SUM_SQUARES_AFTER_REGION = ("after the region, bfloat16 inputs", [_BF16, _BF16], _BF16, _BF16)
 _SUM_SQUARES = "exercise05.sum_squares.default"
+_SUM_SQUARES_MORE_CALLS: list[str] = []  # calls besides the casts needed, seen below autocast (_sum_squares_call)
 _SUM_SQUARES_VALUES = [[1.0, 3.0, 0.1, 250.0], [0.01, 2.0, -0.2, 300.0], [-1.5, 0.5, 7.0, 1.0]]  # xs[0], xs[1], ...
 _SUM_SQUARES_SCALE = [0.5, -2.0, 3.0, 0.001]
 _SUM_SQUARES_RTOL = {_F64: 1e-12, _F32: 1e-5, _BF16: 2e-2, _F16: 2e-2,  # each dtype's precision, with room to round
@@ -3608,6 +3666,15 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
             return problem + (": the region's lower precision, matmul's policy; this operator's is float32 (lesson "
                               "05, section 7 and summary)")
         return problem + f": every eligible input must reach them in {_dtype_names([want])} (lesson 05, section 2)"
+    # torch's cached_cast casts an eligible input whose dtype differs from the target, and hands on any other as it is.
+    # Said once the rest passed (autocast_guard's last step): a diagnosis of another step may name the cause.
+    casts = [name for name, _ in below.calls if name != _SUM_SQUARES]
+    if len(casts) > (needed := sum(dtype != want for dtype in inputs)):
+        _SUM_SQUARES_MORE_CALLS.append(
+            f"{where}: given {given}, the layers below autocast saw {', '.join(casts)} before sum_squares, where "
+            f"{needed} input(s) differ from {_dtype_names([want])}: an input is cast once where its dtype differs "
+            "from the target, and handed on as it is, the caller's own tensor, where it does not (every other call is "
+            "memory and time for nothing, on every call; lesson 05, section 2: what cached_cast casts)")
     expected = torch.zeros(out.shape, dtype=want)
     for x in xs:  # the CPU kernel's sums, in its dtype
         expected = expected + x.detach().to(want) * x.detach().to(want)
@@ -3780,6 +3847,7 @@ def autocast_guard(path: Path) -> Result:
         return Result(False, "your file defines no exercise05::sum_squares, the operator the task gives you. A copy of "
                              "an earlier version of this exercise? start() keeps a copy it finds: delete yours from "
                              "my_exercises/ and start again.")
+    _SUM_SQUARES_MORE_CALLS.clear()
     library = torch.library.Library("exercise05", "FRAGMENT")
     torch.library.register_autograd("exercise05::sum_squares", _sum_squares_backward,
                                     setup_context=_sum_squares_setup, lib=library)
@@ -3857,6 +3925,22 @@ def autocast_guard(path: Path) -> Result:
                    or _sum_squares_in_threads(op) or _sum_squares_empty_batch(op)
                    or _sum_squares_scale_on_another_device(op) or _sum_squares_cast_cache_kept(op)):
         return Result(False, problem)
+    # An empty xs and a bfloat16 scale (the CPU kernel refuses an empty xs; a kernel below that takes one runs in the
+    # dtype it receives): the scale is cast whatever xs holds. Last: what an answer does with an empty xs otherwise is
+    # told above.
+    with torch.autocast("cpu"), _recording_mode() as below:
+        try:
+            op([], torch.ones(4, dtype=_BF16))
+        except (RuntimeError, _StateLeft):
+            pass
+    received = [dtypes for name, dtypes in below.calls if name == _SUM_SQUARES]
+    if received and received[0] != [_F32]:
+        return Result(False, "inside autocast, sum_squares([], scale), an empty xs and a scale in bfloat16: the layers "
+                             f"below autocast received scale in {_dtype_names(received[0])}: the task casts scale "
+                             "whenever there is one, whatever xs holds (a kernel below autocast that takes an empty xs "
+                             "runs in the dtype it receives; lesson 05, section 2: what cached_cast casts)")
+    if _SUM_SQUARES_MORE_CALLS:
+        return Result(False, _SUM_SQUARES_MORE_CALLS[0])
     return Result(True, (
         "float32 below autocast for every eligible input, xs and scale, float8 too, in one region and again in a "
         "second one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's "
@@ -4088,7 +4172,7 @@ def _checks_with_asserts(path: Path, as_what: str) -> Result | None:
     return None
 
 
-@exercise("06.fake_kernel", "medium")
+@exercise("06.fake_kernel", "hard")
 def fake_kernel(path: Path) -> Result:
     if problem := _checks_with_asserts(path, "torch.stack's own checks do"):
         return problem
@@ -4510,7 +4594,15 @@ def vmap_rule(path: Path) -> Result:
                  torch.randn(0, 2, 3), torch.randn(0, 4, 3), (0, 0))]:
             try:
                 out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
-            except Exception:  # noqa: BLE001 - refused, as each example's call is
+            except Exception as error:  # noqa: BLE001 - refused, as each example's call is
+                if not isinstance(error, RuntimeError):
+                    said = f" ({str(error).splitlines()[0][:120]})" if str(error) else ""
+                    return Result(False, f"with {what}, which the kernel refuses for each example: your rule raised "
+                                         f"{type(error).__name__}{said}, "
+                                         "where the kernel, the unbatched call and vmap's own loop raise RuntimeError: "
+                                         "a caller that catches what the operator raises (except RuntimeError) no "
+                                         "longer does under vmap. A rule refuses what the kernel refuses, as the "
+                                         "kernel does (lesson 06, section 6)")
                 if changed := thread_state_changes(thread):
                     return Result(False, f"with {what}, which the kernel refuses: refused, but after the call "
                                          f"{changed}: an error raised inside your rule skipped the line that set it "
@@ -4758,12 +4850,15 @@ class FakeTimer:
     after a cold call of the other side runs `second_faster` µs faster (that call warmed a cache for it; a warmed call
     warms nothing), so in a round the second call is the faster, by less and less where `fading_over` is set (nothing
     from that call on: a cache that stays warm as the machine runs), or by more and more where `growing_over` is (all
-    of it from that call on: a cache that warms as the machine runs). `calls` holds (with the layer?, the time
+    of it from that call on: a cache that warms as the machine runs); every `slow_without[0]`-th call without the layer
+    (the first among them) is `slow_without[1]` µs slower (a busy moment). `calls` holds (with the layer?, the time
     returned)."""
 
     def __init__(self, cost: float, drift: float = 0.0, spikes: int | None = None, noise: float = 0.03, seed: int = 7,
-                 step: float = 0.0, second_faster: float = 0.0, fading_over: int = 0, growing_over: int = 0):
+                 step: float = 0.0, second_faster: float = 0.0, fading_over: int = 0, growing_over: int = 0,
+                 slow_without: tuple[int, float] = (0, 0.0)):
         self.cost, self.drift, self.spikes, self.noise, self.step, self.calls = cost, drift, spikes, noise, step, []
+        self.slow_without = slow_without
         self.second_faster, self.fading_over, self.growing_over, self.warmed = (second_faster, fading_over,
                                                                                 growing_over, False)
         self.random = random.Random(seed)
@@ -4771,6 +4866,9 @@ class FakeTimer:
     def _time(self, layer: bool) -> float:
         n = len(self.calls)
         spike = 40.0 if self.spikes is not None and n % 16 == self.spikes else 0.0
+        every, slower = self.slow_without
+        if every and not layer and sum(not made_with for made_with, _ in self.calls) % every == 0:
+            spike += slower
         self.warmed = bool(self.calls) and self.calls[-1][0] != layer and not self.warmed
         faster = self.second_faster * (max(0.0, 1 - n / self.fading_over) if self.fading_over else
                                        min(1.0, n / self.growing_over) if self.growing_over else 1.0)
@@ -5406,6 +5504,17 @@ def layer_cost(path: Path) -> Result:
     if not (isinstance(again, tuple) and abs(again[0] - 1.2) < 0.3):
         return Result(False, f"the same two timers, called again after the layer's cost went from 0.40 to 1.20 µs: you "
                              f"report {_shown(again)}: a result kept from the first call. Each call measures")
+    # A layer of 0.10 µs, the calls without it 1 µs slower in 4 rounds of 16 (a busy moment): the first quartile of the
+    # differences lies below zero by most definitions, at the fifth smallest (0.10) by one; a cost, where one is
+    # reported, is one whose own interquartile range lies above zero.
+    timer = FakeTimer(0.1, noise=0.005, slow_without=(4, 1.0), seed=17)
+    busy = answer(timer.with_layer, timer.without, rounds=16)
+    if isinstance(busy, tuple) and len(busy) == 3 and not busy[1] > 0:
+        return Result(False, f"a layer of 0.10 µs, the calls without it 1 µs slower in 4 rounds of 16 (a busy moment): "
+                             f"you report {_shown(busy)}, a cost whose own first quartile is not above zero: lesson 07 "
+                             "calls a difference a cost only where its whole interquartile range lies above zero, by "
+                             "the quartiles it reports.\nLook again at lesson 07, section 2: how a cost is measured, "
+                             "and when it is called one.")
     # Timers that read the calling thread's state, as a real call does (an autocast region, a guard, grad mode): a
     # layer that exists only inside the caller's autocast region.
     timer = FakeTimer(0.4, seed=10)
@@ -5533,7 +5642,7 @@ def _mapped_more(what: str, grew: int, why: str) -> str:
             f"{why}")
 
 
-@exercise("08.load_before_aoti", "easy")
+@exercise("08.load_before_aoti", "medium")
 def load_before_aoti(path: Path) -> Result:
     import json
     import os
@@ -5675,7 +5784,35 @@ def load_before_aoti(path: Path) -> Result:
             import torch._inductor
             load_package, deploy_during_load = torch._inductor.aoti_load_package, []
 
+            # At the last step, the files of many releases of one model, each loaded in an instant: the model behind
+            # them is loaded once, and each load of one of them, counted, returns a StandIn for it (129 real loads take
+            # seconds). A load by another way than aoti_load_package is a real one, seen in the process's mappings.
+            stand_in_for, loads_stood_in = {{}}, [0]
+
+            class StandIn:
+                def __init__(self, model):
+                    self.model = model
+
+                def __call__(self, *args, **kwargs):
+                    return self.model(*args, **kwargs)
+
+                def __getattr__(self, name):
+                    return getattr(self.model, name)
+
             def loading(*args, **kwargs):
+                if stand_in_for:
+                    import hashlib
+                    source = args[0] if args else kwargs.get("path")
+                    if isinstance(source, (str, os.PathLike)):
+                        with python_open(source, "rb") as file:
+                            contents = file.read()
+                    else:
+                        position = source.tell()
+                        contents = source.read()
+                        source.seek(position)
+                    if (model := stand_in_for.get(hashlib.sha256(contents).digest())) is not None:
+                        loads_stood_in[0] += 1
+                        return StandIn(model)
                 model = load_package(*args, **kwargs)
                 while deploy_during_load:
                     shutil.copyfile(*deploy_during_load.pop())
@@ -5719,6 +5856,16 @@ def load_before_aoti(path: Path) -> Result:
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
             print("IMPORTED", json.dumps({{"state": [found, process_state()]}}))
+
+            def python_settings():  # what a call could leave behind in Python's own machinery: warnings, logging
+                import logging, warnings
+                levels = {{name or "root": [logging.getLogger(name).level, logging.getLogger(name).disabled]
+                          for name in ("", "torch", "torch._inductor", "torch.export")}}
+                return {{"Python's warning filters (warnings.filters)": repr(warnings.filters),
+                        "the loggers' levels (logging.getLogger(...).setLevel, logging.disable)":
+                            repr([levels, logging.root.manager.disable])}}
+
+            python_found = python_settings()
             torch.set_num_threads(torch.get_num_threads() + 1)  # a server that sizes its pool after the imports
             for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
                 print("CALLING", n)
@@ -5988,6 +6135,54 @@ def load_before_aoti(path: Path) -> Result:
             print("READ RACED", json.dumps({{"served": served_read, "kept": read_kept,
                                             "float64 default": float64_default}}))
             stop_unless(served_read and read_kept and not float64_default)
+            import hashlib, zipfile
+
+            def release_of_its_own(package, to, mark):  # the package's contents, its archive's comment `mark`
+                os.makedirs(os.path.dirname(to), exist_ok=True)
+                shutil.copyfile(package, to)
+                with zipfile.ZipFile(to, "a") as archive:
+                    archive.comment = mark.encode()
+
+            # One relative name, from the folders of two releases in turn (a caller that changes its working directory
+            # between requests: one name, two files), each release of contents no other name holds; then from each
+            # again: the second round loads nothing.
+            relative = [os.path.join({str(elsewhere)!r}, "relative", folder) for folder in ("a", "b")]
+            for n, (folder, package) in enumerate(zip(relative, {[str(held_file) for held_file in held[:2]]!r})):
+                release_of_its_own(package, os.path.join(folder, "model.pt2"), f"relative {{n}}")
+            where, outs = os.getcwd(), []
+            try:
+                for folder in relative:
+                    os.chdir(folder)
+                    answer.run("model.pt2", x_race)
+                before = len(models_mapped())
+                for folder in relative:
+                    os.chdir(folder)
+                    outs.append(answer.run("model.pt2", x_race))
+            finally:
+                os.chdir(where)
+            print("RELATIVE", json.dumps({{"grew": (grew := len(models_mapped()) - before),
+                                          "same": (same := all(torch.allclose(out, outputs_race[n], atol=1e-6)
+                                                               for n, out in enumerate(outs)))}}))
+            stop_unless(grew == 0 and same)
+            # A server of many models: 129 files (more than a cache sized for a few keeps, or functools.lru_cache's
+            # 128), each a release of its own of one model, run() on each in turn, then on each again: the second
+            # round loads nothing.
+            many = [os.path.join({str(elsewhere)!r}, "many", f"m{{n}}.pt2") for n in range(129)]
+            for n, name in enumerate(many):
+                release_of_its_own({str(held[0])!r}, name, f"many {{n}}")
+                with python_open(name, "rb") as file:
+                    stand_in_for[hashlib.sha256(file.read()).digest()] = None
+            behind = load_package({str(held[0])!r})
+            stand_in_for.update(dict.fromkeys(stand_in_for, behind))
+            for name in many:
+                answer.run(name, x_race)
+            before, stood_in = len(models_mapped()), loads_stood_in[0]
+            same = all([torch.allclose(answer.run(name, x_race), outputs_race[0], atol=1e-6) for name in many])
+            print("MANY", json.dumps({{"grew": (grew := len(models_mapped()) - before + loads_stood_in[0] - stood_in),
+                                      "same": same}}))
+            stop_unless(grew == 0 and same)
+            print("PYTHON SETTINGS", json.dumps({{"changed": [what for what, was in python_found.items()
+                                                           if python_settings()[what] != was]}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
@@ -6017,12 +6212,13 @@ def load_before_aoti(path: Path) -> Result:
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, float16, no_grad, new_api, mapped,
      after_refusals,
      another_name, refilled, still_named, in_turn, releases, linked, to_one_loaded, flipped, kept, raced,
-     read_raced) = (
+     read_raced, relative, many, python_settings) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "FLOAT16",
                      "NO GRAD", "NEW API",
                      "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "IN TURN", "RELEASES",
-                     "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT", "RACED", "READ RACED"))
+                     "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT", "RACED", "READ RACED", "RELATIVE", "MANY",
+                     "PYTHON SETTINGS"))
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -6232,6 +6428,32 @@ def load_before_aoti(path: Path) -> Result:
                                           "moved on)", raced[0]["idle grew"], "run() dropped an idle model and loaded "
                                           "the file again, and a library stays mapped after its model is dropped, so a "
                                           f"server with quiet hours grows with each. {_LOADED_ONCE}") + f"{hint}.")
+    if relative and not relative[0]["same"]:
+        return Result(False, "in the fresh Python, run(\"model.pt2\") from the folder of one release, then from "
+                             "another's (a caller that changes its working directory: one relative name, two files): "
+                             "the second time, not the output of the model in the second folder's file. A relative "
+                             f"name leads to the file its caller's working directory holds.{hint}.")
+    if relative and relative[0]["grew"]:
+        return Result(False, _mapped_more("run(\"model.pt2\") from the folder of one release, then from another's (a "
+                                          "caller that changes its working directory: one relative name, two files), "
+                                          "then from each again", relative[0]["grew"], "run() loaded a file's model "
+                                          "again, though neither file changed: what run() keeps took the two files "
+                                          f"for one. {_LOADED_ONCE}") + f"{hint}.")
+    if many and not many[0]["same"]:
+        return Result(False, "in the fresh Python, run() on 129 files in turn, each a release of one model: not that "
+                             f"model's output.{hint}.")
+    if many and many[0]["grew"]:
+        return Result(False, f"in the fresh Python, run() on 129 files in turn (a server of many models, each file a "
+                             f"release of its own), then on each again: {many[0]['grew']} of them loaded again, though "
+                             "none changed: run() dropped models that a name the caller gives still leads to (a cache "
+                             "of a fixed size? A server may hold more models than a cache is sized for). "
+                             f"{_LOADED_ONCE}{hint}.")
+    if python_settings and python_settings[0]["changed"]:
+        return Result(False, f"in the fresh Python, after the calls to run(), {python_settings[0]['changed'][0]} "
+                             "differed from what they were once your file was imported: a setting of the whole "
+                             "process, which decides which of the caller's warnings and log records show (and "
+                             "torch's: the warnings of deterministic algorithms' warn-only mode among them) in "
+                             f"everything it runs after. run() changes nothing but its output.{hint}.")
     if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
         return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:

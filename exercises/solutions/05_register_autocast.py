@@ -14,7 +14,7 @@ without autocast's cast cache, in one under torch.no_grad() (an evaluation loop:
 TorchDispatchMode entered then, in twenty regions on new inputs (nothing of them kept once the caller drops them), and
 after `lib` is destroyed and register() given a new Library (a test's fixture, a plugin reloaded); it records the dtypes
 its CPU kernel receives, compares the results and the gradients, and the thread's dispatch state and autocast's settings
-before and after each call.
+before and after each call and register() itself, and that the caller's tensors are left as they were.
 """
 
 import torch

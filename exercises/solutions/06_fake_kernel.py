@@ -1,4 +1,4 @@
-"""Exercise 06.fake_kernel (medium): a fake kernel that opcheck accepts.
+"""Exercise 06.fake_kernel (hard): a fake kernel that opcheck accepts.
 
 `exercise::stack2(Tensor a, Tensor b) -> Tensor` stacks two tensors of the same shape into one with a new first
 dimension of size 2 (torch.stack([a, b])). a and b may differ in dtype: the output has the dtype they promote to, as

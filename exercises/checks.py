@@ -1555,19 +1555,24 @@ class _StateLeft(Exception):
     """A call came back with the thread's include or exclude set changed."""
 
 
+def _autocast_settings() -> dict:
+    """What autocast reads on this thread, by name: its dtype, whether its region is on (the CPU's, and CUDA's), and
+    the cast cache."""
+    return {"autocast's dtype on the CPU (torch.set_autocast_dtype)": torch.get_autocast_dtype("cpu"),
+            "autocast's cast cache (torch.set_autocast_cache_enabled)": torch.is_autocast_cache_enabled(),
+            "autocast on the CPU (torch.set_autocast_enabled)": torch.is_autocast_enabled("cpu"),
+            "autocast's dtype on CUDA (torch.set_autocast_dtype)": torch.get_autocast_dtype("cuda"),
+            "autocast on CUDA (torch.set_autocast_enabled)": torch.is_autocast_enabled("cuda")}
+
+
 def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the guard, and how long what it changes "
                                                        "lasts."):
     """op, called with the thread-local include and exclude sets, and autocast's settings, compared before and after
     each call."""
 
-    def autocast_settings() -> dict:
-        return {"autocast's dtype on the CPU (torch.set_autocast_dtype)": torch.get_autocast_dtype("cpu"),
-                "autocast's cast cache (torch.set_autocast_cache_enabled)": torch.is_autocast_cache_enabled(),
-                "autocast on the CPU (torch.set_autocast_enabled)": torch.is_autocast_enabled("cpu")}
-
     def call(*args):
         before = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
-        settings = autocast_settings()
+        settings = _autocast_settings()
         raised = None
         try:
             return op(*args)
@@ -1588,7 +1593,7 @@ def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the
                                  f"({keyset_change(old, new)}): every later call on this thread walks a "
                                  f"different keyset.\nLook again at {where_to_look}")
         for name, old in settings.items():
-            if (new := autocast_settings()[name]) != old:
+            if (new := _autocast_settings()[name]) != old:
                 raise _StateLeft(f"after a call of {which} {name} had changed ({old} to {new}): every later "
                                  f"operation on this thread runs with it. A kernel changes nothing but its "
                                  f"output.\nLook again at {where_to_look}")
@@ -3207,17 +3212,6 @@ def _mm2_seen_by_a_mode(op, activation: torch.Tensor, weight: torch.Tensor) -> s
     return None
 
 
-def _autocast_settings() -> dict:
-    """What autocast reads on this thread, by name: each device type's dtype and whether its region is on, and the
-    cast cache."""
-    settings = {}
-    for device in ("cpu", "cuda"):
-        settings[f"autocast dtype for {device}"] = torch.get_autocast_dtype(device)
-        settings[f"autocast region for {device}"] = "on" if torch.is_autocast_enabled(device) else "off"
-    settings["autocast cache"] = "on" if torch.is_autocast_cache_enabled() else "off"
-    return settings
-
-
 @exercise("05.register_autocast", "easy", on_crash=_register_autocast_crash)
 def register_autocast(path: Path) -> Result:
     received = []  # the dtypes each call of mm2's CPU kernel received
@@ -3246,8 +3240,8 @@ def register_autocast(path: Path) -> Result:
         finally:
             torch.set_autocast_dtype("cpu", default)
         if changed:
-            return Result(False, f"register(lib) changed the thread's {'; '.join(changed)}: a setting of the "
-                                 "program's, for every later autocast region (torch's own operators' too), not the "
+            return Result(False, f"register(lib) changed {'; '.join(changed)}: a setting of the thread's, for "
+                                 "every later autocast region of the program (torch's own operators' too), not the "
                                  "operator's. A registration changes the operator's dispatch table, nothing else "
                                  "(lesson 05, section 7: register_autocast's arguments).")
         op = _watching_dispatch_state(torch.ops.exercise.mm2.default,
@@ -6168,12 +6162,11 @@ def load_before_aoti(path: Path) -> Result:
             # 128), each a release of its own of one model, run() on each in turn, then on each again: the second
             # round loads nothing.
             many = [os.path.join({str(elsewhere)!r}, "many", f"m{{n}}.pt2") for n in range(129)]
+            behind = load_package({str(held[0])!r})
             for n, name in enumerate(many):
                 release_of_its_own({str(held[0])!r}, name, f"many {{n}}")
                 with python_open(name, "rb") as file:
-                    stand_in_for[hashlib.sha256(file.read()).digest()] = None
-            behind = load_package({str(held[0])!r})
-            stand_in_for.update(dict.fromkeys(stand_in_for, behind))
+                    stand_in_for[hashlib.sha256(file.read()).digest()] = behind
             for name in many:
                 answer.run(name, x_race)
             before, stood_in = len(models_mapped()), loads_stood_in[0]
@@ -6181,8 +6174,9 @@ def load_before_aoti(path: Path) -> Result:
             print("MANY", json.dumps({{"grew": (grew := len(models_mapped()) - before + loads_stood_in[0] - stood_in),
                                       "same": same}}))
             stop_unless(grew == 0 and same)
+            python_now = python_settings()
             print("PYTHON SETTINGS", json.dumps({{"changed": [what for what, was in python_found.items()
-                                                           if python_settings()[what] != was]}}))
+                                                           if python_now[what] != was]}}))
             mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
             libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
             build = os.path.realpath({str(paths.BUILD)!r}) + os.sep

@@ -2903,6 +2903,30 @@ def _scale2_gradient_left_alone(op) -> str | None:
     return None
 
 
+def _above_autograd_once(library, op, values: torch.Tensor) -> str | None:
+    """A kernel above Autograd that hands the call on by its keyset alone (lesson 03, section 3), as a reader's own
+    autocast or tracing kernel in Python does: it must run once a call. Registered last: it stays to the check's end."""
+    above = []
+    after_autocast = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.AutocastCPU)
+
+    def autocast_kernel(keyset, x):
+        above.append(keyset)
+        return torch.ops.exercise.scale2.default.redispatch(keyset & after_autocast, x)
+
+    library.impl("scale2", autocast_kernel, "AutocastCPU", with_keyset=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = op(values.clone().requires_grad_())
+    if len(above) != 1:
+        return (f"in an autocast region, where an AutocastCPU kernel of scale2's (in Python, handing the call on by "
+                f"redispatch with its keyset, as lesson 03, section 3 does) sits above autograd: that kernel ran "
+                f"{len(above)} times for one call. The call in forward started again at the top of the keyset, so "
+                "every kernel above Autograd that passed the call on by its keyset ran again; the call in forward "
+                "must start below autograd")
+    if not torch.equal(out.detach(), values * 2):
+        return f"in an autocast region, under an AutocastCPU kernel of scale2's: scale2(x) gave {out.tolist()}"
+    return None
+
+
 @exercise("04.redispatch", "hard", on_crash=_redispatch_crash)
 def redispatch(path: Path) -> Result:
     import time
@@ -3153,6 +3177,8 @@ def redispatch(path: Path) -> Result:
             told = f"on a dual tensor whose tangent is a tensor subclass (TwoTensor), or requires grad: {left}"
         if told:
             return Result(False, f"{told}.\nLook again at {tangents}")
+        if told := _above_autograd_once(library, op, values):
+            return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
         if more_seen:
             what, seen = more_seen
             return Result(False, f"on {what} the mode saw {', '.join(seen)}, where a call of torch's own operators "

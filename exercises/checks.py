@@ -4228,7 +4228,10 @@ def fake_kernel(path: Path) -> Result:
              pair(*[torch.randn(2, 1, 4, 5).expand(2, 3, 4, 5)] * 2),
              pair(*[torch.randn(2, 1, 3, 4, 5).expand(2, 3, 3, 4, 5)] * 2),
              # Two scalars of two dtypes (a float16 loss beside a float32 one): promoted, as any two inputs are.
-             pair(torch.tensor(1.5, dtype=torch.float16), torch.tensor(2.0))]
+             pair(torch.tensor(1.5, dtype=torch.float16), torch.tensor(2.0)),
+             # Empty inputs (an empty batch): a stride is the product of the sizes after it, each counted as 1 at
+             # least (torch's contiguous strides), never 0 for a size of 0.
+             pair(torch.randn(0, 4)), pair(torch.randn(3, 0))]
     with operator("stack2(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.stack([a, b])) as library:
         torch.library.register_fake("exercise::stack2", load_python(path).fake, lib=library)
         op = torch.ops.exercise.stack2.default
@@ -4701,6 +4704,8 @@ def records_graph(path: Path) -> Result:
          lambda: [forward_ad.make_dual(torch.ones(0), torch.ones(0)), torch.ones(0)]),
         ("a 0-dim input (a scalar tensor) that requires grad", False,
          lambda: [torch.tensor(2.0, requires_grad=True), leaf()]),
+        ("a 0-dim input (a scalar tensor) with a forward-mode tangent", True,
+         lambda: [forward_ad.make_dual(torch.tensor(2.0), torch.tensor(1.0)), leaf()]),
         ("a meta input that requires grad", False,
          lambda: [torch.ones(2, device="meta", requires_grad=True), torch.ones(2, device="meta")]),
         ("a meta input with a forward-mode tangent", True,
@@ -5872,12 +5877,8 @@ def load_before_aoti(path: Path) -> Result:
                 return opened
 
             builtins.open = io.open = opening
-            found = process_state()
-            with open({str(path)!r}, "rb") as file:
-                exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
-            print("IMPORTED", json.dumps({{"state": [found, process_state()]}}))
 
-            def python_settings():  # what a call could leave behind in Python's own machinery: warnings, logging
+            def python_settings():  # what an import or a call could leave behind in Python's machinery: warnings, logs
                 import logging, warnings
                 levels = {{name or "root": [logging.getLogger(name).level, logging.getLogger(name).disabled]
                           for name in ("", "torch", "torch._inductor", "torch.export")}}
@@ -5885,7 +5886,16 @@ def load_before_aoti(path: Path) -> Result:
                         "the loggers' levels (logging.getLogger(...).setLevel, logging.disable)":
                             repr([levels, logging.root.manager.disable])}}
 
-            python_found = python_settings()
+            found, python_found, random_found = process_state(), python_settings(), torch.get_rng_state()
+            with open({str(path)!r}, "rb") as file:
+                exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
+            python_imported = python_settings()
+            print("IMPORTED", json.dumps({{"state": [found, process_state()],
+                                          "python": [what for what, was in python_found.items()
+                                                     if python_imported[what] != was],
+                                          "random": bool(torch.equal(random_found, torch.get_rng_state())),
+                                          "grad_mode": torch.is_grad_enabled()}}))
+
             torch.set_num_threads(torch.get_num_threads() + 1)  # a server that sizes its pool after the imports
             for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
                 print("CALLING", n)
@@ -6239,6 +6249,11 @@ def load_before_aoti(path: Path) -> Result:
                      "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "IN TURN", "RELEASES",
                      "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT", "RACED", "READ RACED", "RELATIVE", "MANY",
                      "PYTHON SETTINGS"))
+    if imported and not imported[0]["grad_mode"]:
+        return Result(False, "in the fresh Python, importing your file turned grad mode off (torch.set_grad_enabled, "
+                             "or a torch.no_grad() entered and never left): from the import on, the caller's own code "
+                             "(its training, say) records no graph. What a call needs, it sets around the call, and "
+                             "sets back (lesson 00, section 2).")
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -6420,6 +6435,16 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, importing your file set the process's {setting} from {before} to "
                              f"{after}: a server that imports it runs all its other torch work so. What a call needs, "
                              f"it sets around the call, and sets back (lesson 00, section 2).")
+    if imported and imported[0]["python"]:
+        return Result(False, f"in the fresh Python, importing your file changed {imported[0]['python'][0]}: a setting "
+                             "of the whole process, which decides which of the caller's warnings and log records show "
+                             "(and torch's) in everything it runs after the import. A module changes nothing of its "
+                             f"importer's; a server that wants other settings sets them itself.{hint}.")
+    if imported and not imported[0]["random"]:
+        return Result(False, "in the fresh Python, importing your file changed the random number generator's state "
+                             "(torch.manual_seed, or a draw): a caller that seeded before the import (a test, a "
+                             f"reproducible run) draws other numbers after it. A module changes nothing of its "
+                             f"importer's.{hint}.")
     if raced and not raced[0]["served"]:
         return Result(False, "in the fresh Python, a release deployed over a file while run() loaded it (copied over "
                              "it once the loader had read the old one), then run() again: the old release served, and "
@@ -6470,7 +6495,7 @@ def load_before_aoti(path: Path) -> Result:
                              f"{_LOADED_ONCE}{hint}.")
     if python_settings and python_settings[0]["changed"]:
         return Result(False, f"in the fresh Python, after the calls to run(), {python_settings[0]['changed'][0]} "
-                             "differed from what they were once your file was imported: a setting of the whole "
+                             "differed from what they were before your file was imported: a setting of the whole "
                              "process, which decides which of the caller's warnings and log records show (and "
                              "torch's: the warnings of deterministic algorithms' warn-only mode among them) in "
                              f"everything it runs after. run() changes nothing but its output.{hint}.")

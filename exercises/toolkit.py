@@ -7,8 +7,10 @@ from __future__ import annotations
 import ast
 import faulthandler
 import importlib.util
+import logging
 import re
 import signal
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +110,43 @@ def compile_settings() -> dict[str, object]:
             for name, value in module.get_config_copy().items()}
 
 
+def process_settings() -> dict:
+    """What importing a module must leave as it found it, beyond torch's compile settings: Python's warning filters
+    and log levels, and torch's random number generator."""
+    loggers = {name: (logger.level, logger.disabled) for name, logger in logging.root.manager.loggerDict.items()
+               if isinstance(logger, logging.Logger)}
+    return {"warnings": list(warnings.filters), "loggers": {"root": (logging.root.level, False), **loggers},
+            "logging.disable": logging.root.manager.disable, "rng": torch.random.get_rng_state()}
+
+
+def process_settings_changes(before: dict) -> str:
+    """'' where the process's settings are as `before` (process_settings()), else the first change, in words. A
+    filter for some warnings, or a logger made by the import, changes nothing the caller had."""
+    now = process_settings()
+    blanket = [entry for entry in now["warnings"] if entry not in before["warnings"]
+               and entry[1] is None and entry[3] is None]  # (action, message, category, module, line)
+    if blanket:
+        action, _, category, _, _ = blanket[0]
+        return (f"added a warning filter {action!r} for every {category.__name__} of every module "
+                "(warnings.simplefilter): the caller's warnings, torch's among them, are handled so from then on")
+    if lost := [entry for entry in before["warnings"] if entry not in now["warnings"]]:
+        action, _, category, _, _ = lost[0]
+        return f"removed the caller's warning filter {action!r} for {category.__name__} (warnings.resetwarnings)"
+    if now["logging.disable"] != before["logging.disable"]:
+        return (f"turned off every log record up to level {logging.getLevelName(now['logging.disable'])} "
+                "(logging.disable), of every logger")
+    for name, (level, disabled) in before["loggers"].items():
+        if (now_level := now["loggers"][name][0]) != level:
+            return (f"set the level of the logger {name!r} to {logging.getLevelName(now_level)} (it was "
+                    f"{logging.getLevelName(level)}), for that logger and those below it")
+        if now["loggers"][name][1] != disabled:
+            return f"turned the logger {name!r} {'off' if now['loggers'][name][1] else 'on'}"
+    if not torch.equal(now["rng"], before["rng"]):
+        return ("changed the state of torch's random number generator (torch.manual_seed, or a draw): a caller that "
+                "seeded before the import draws other numbers after it")
+    return ""
+
+
 def thread_state() -> dict:
     """What a call on this thread depends on beyond its arguments: grad and inference mode, the include and exclude
     sets."""
@@ -172,9 +211,17 @@ def load_python(path: Path):
     spec = importlib.util.spec_from_file_location(f"exercise_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
-    settings, thread = compile_settings(), thread_state()
+    settings, thread, generator = compile_settings(), thread_state(), torch.random.get_rng_state()
+    torch.manual_seed(20261129)  # a caller's own seed, not the check's (which a manual_seed(0) would leave as it was)
+    process = process_settings()
     WATCHDOG.start()
     exec(code, module.__dict__)
+    changed = process_settings_changes(process)
+    torch.random.set_rng_state(generator)
+    if changed:
+        raise Diagnosis(f"importing your file {changed}: a setting of the whole process, in force from the import on, "
+                        "for the caller's own code too. What the task asks needs no such setting; a program that "
+                        "wants one sets it itself, where it decides to")
     if changed := thread_state_changes(thread):
         raise Diagnosis(f"importing your file changed the thread's dispatch state ({changed}), before any call: "
                         "whatever a module makes at import is in force from then on, on the importing thread (some of "

@@ -277,9 +277,12 @@ def predict(op, *args, **kwargs) -> list[Step]:
         steps.append(step)
         remaining = remaining & keys_after(key)
         if name == "BackendSelect" and step.status == "kernel":
-            selected = _backend_selected(op, keys, args, kwargs)
-            ended = selected is None  # the kernel itself refuses the arguments: nothing below it runs
-            remaining = (selected or EMPTY_KEYSET) & keys_after(key)
+            if entry.registered_at.rpartition(":")[0].endswith(GENERATED_BACKEND_SELECT):
+                selected = _backend_selected(op, keys, args, kwargs)
+                ended = selected is None  # the kernel itself refuses the arguments: nothing below it runs
+                remaining = (selected or EMPTY_KEYSET) & keys_after(key)
+            else:  # a kernel of the operator's own, not torchgen's: prims' factories compute the call there
+                ended = True  # (torch/_prims/__init__.py, _backend_select_impl), and hand nothing on
         elif name == "FuncTorchDynamicLayerFrontMode" and step.status == "kernel" and entry.kind == "kernel":
             # A kernel of the operator's own there, not functorch's fallback: one of functorch's "hacks"
             # (aten/src/ATen/functorch/PyTorchOperatorHacks.cpp: linear, the dropouts), which compute the operator
@@ -359,6 +362,8 @@ def dispatch_key(name: str) -> C.DispatchKey:
     key = C._parse_dispatch_key(name)
     return key if key is not None else getattr(C.DispatchKey, name)
 
+
+GENERATED_BACKEND_SELECT = "RegisterBackendSelect.cpp"  # torchgen's BackendSelect kernels, one file of aten's build
 
 # c10::computeDispatchKey (c10/core/TensorOptions.h) gives a quantized, a sparse and a sparse compressed key only to the
 # devices with a key of every per-backend functionality (C10_FORALL_BACKEND_DEVICE_TYPES,

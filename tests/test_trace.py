@@ -214,6 +214,26 @@ def test_a_factory_call_whose_layout_its_device_lacks_ends_at_backend_select(lay
     assert [(step.key, step.status) for step in steps][-1] == ("BackendSelect", "kernel")
 
 
+def test_a_backend_select_kernel_of_an_operator_s_own_ends_the_walk():
+    # prims' factories register a BackendSelect kernel from Python (torch/_prims/__init__.py, _backend_select_impl)
+    # that computes the result itself: unlike torchgen's, it hands nothing on, so the CPU kernel never runs.
+    import torch._prims  # noqa: F401 - defines the prims operators
+
+    ran = []
+
+    def full(shape, fill_value, *, dtype, device, requires_grad):
+        ran.append("CPU")
+        return torch.empty(0)
+
+    with torch.library._scoped_library("prims", "IMPL") as library:
+        library.impl("full", full, "CPU")
+        steps = trace.predict(torch.ops.prims.full.default, [2], 1.0, dtype=torch.float32, device=torch.device("cpu"),
+                              requires_grad=False)
+        made = torch.ops.prims.full.default([2], 1.0, dtype=torch.float32, device=torch.device("cpu"),
+                                            requires_grad=False)
+    assert trace.path(steps) == ["BackendSelect"] and ran == [] and made.tolist() == [1.0, 1.0], steps
+
+
 def test_inside_vmap_a_functorch_hack_kernel_ends_the_walk():
     # aten::linear has a kernel of its own at FuncTorchDynamicLayerFrontMode (functorch's PyTorchOperatorHacks.cpp),
     # which computes linear from other operators: linear's own Autograd kernel, below, never runs inside vmap.

@@ -21,7 +21,8 @@ enters: its key is listed once, at the top), each alone, and for five calls made
 their tables (one of them aten's; one after a library was destroyed and another registered; one after a backend fallback
 was registered, for every operator; one after a library was garbage-collected). Asking must not make the call. (Autocast
 inside a mode or a vmap level is not asked: there, autocast's kernel calls the operator anew, and the keys above it run
-a second time, lesson 00, section 4; a walk down one keyset, as trace.predict's, lists them once.)
+a second time, lesson 00, section 4; a walk down one keyset, as trace.predict's, lists them once. Nor is an operator's
+own BackendSelect kernel, as prims' factories register from Python: it computes the call itself, lesson 00, section 2.)
 """
 
 import torch

@@ -23,14 +23,13 @@ process's clocks (time's clocks and datetime's), for a caller whose default dtyp
 from the folders of two releases in turn (a caller that changes its working directory), and on 129 files in turn, twice;
 it checks each output (a tensor the caller can use as any other), the refusals, that grad mode, the number of threads,
 the inter-op threads, whether denormal numbers flush to zero, float32 matmul precision, deterministic algorithms (their
-warn-only mode too) and the random number generator's state are as they were after each call (and after your file is
-imported, the inter-op threads and whether denormal numbers flush to zero too; the caller sets the number of threads
-after the import), that Python's warning filters and the loggers' levels are as they were after the import once the
-calls are done, that the calls grow neither the temporary folder nor the models the process keeps loaded (a model that
-no name the caller gives leads to any more, an old release behind a flipped link, is dropped by the next call on that
-name at the latest), nor load a file's model again while the file is unchanged (after a request the package refused, or
-given by another name: a symbolic or a hard link to it; a model's library stays mapped after the model is dropped), and
-that nothing was loaded from the workbook's build folder.
+warn-only mode too) and the random number generator's state are as they were after each call and after your file is
+imported (the caller sets the number of threads after the import), that Python's warning filters and the loggers' levels
+are as they were before the import, both after it and once the calls are done, that the calls grow neither the temporary
+folder nor the models the process keeps loaded (a model that no name the caller gives leads to any more, an old release
+behind a flipped link, is dropped by the next call on that name at the latest), nor load a file's model again while the
+file is unchanged (after a request the package refused, or given by another name: a symbolic or a hard link to it; a
+model's library stays mapped after the model is dropped), and that nothing was loaded from the workbook's build folder.
 """
 
 import hashlib
@@ -38,6 +37,7 @@ import io
 import os
 
 import torch
+
 
 def run(model_pt2: str, x: torch.Tensor) -> torch.Tensor:
     import workbook_ops  # noqa: F401 - registers the operators the package calls by name

@@ -591,6 +591,12 @@ def schema(path: Path) -> Result:
                             "that calls the operator fails to compile (lesson 01, aliasing)")
         elif want.alias_info and want.alias_info.is_write and not written:
             problems.append(f"`{want.name}` is written to, and your schema does not say so (lesson 01, aliasing)")
+        elif have.alias_info and not want.alias_info:
+            problems.append(f"`{want.name}`, a {want.real_type.str()} the call only reads, carries an alias "
+                            "annotation: a promise that it shares memory with a tensor or is written (a float has no memory to "
+                            "share), which torch holds the schema to: FunctionSchema.is_backward_compatible_with "
+                            "tells it from the task's, torch.compile refuses an operator that writes a float, and a "
+                            "set shared with a tensor makes torch's alias checks warn (lesson 01, aliasing)")
         elif have.alias_info and have.alias_info.after_set != have.alias_info.before_set:
             problems.append(f"`{want.name}`'s annotation says that after the call it belongs to another alias set "
                             f"({', '.join(sorted(have.alias_info.after_set))}): a promise the operator does not keep, "
@@ -1354,6 +1360,21 @@ def meta_kernel(path: Path) -> Result:
                              "your kernel answers for backends beyond Meta (a registration at a key that stands for "
                              "several?), and a call on those tensors returns a tensor that holds no product. A Meta "
                              "kernel is registered at Meta (lesson 02, section 2)")
+    # Outputs of 2**31 and 2**32 elements, past any 32-bit count: a meta tensor holds no memory, and the CPU kernel
+    # computes them where memory allows, so torch.compile and export must be able to trace them.
+    for n, m in ((2**16, 2**15), (2**16, 2**16)):
+        what = f"on meta tensors of {n} and {m} elements (an output of 2**{(n * m).bit_length() - 1} elements)"
+        try:
+            fake = outer(torch.empty(n, device="meta"), torch.empty(m, device="meta"))
+        except Exception as error:  # noqa: BLE001 - a C++ exception arrives as whichever Python error torch maps it to
+            return Result(False, f"{what} your kernel raised {type(error).__name__}: "
+                                 f"{str(error).strip().splitlines()[0][:200]}; the CPU kernel has no such limit (it "
+                                 "computes the output where memory allows), so a compiled or exported model would "
+                                 "refuse what eager runs. The Meta kernel refuses what the CPU kernel refuses, and "
+                                 "nothing more (lesson 02, section 2)")
+        if (tuple(fake.shape), fake.stride(), fake.dtype) != ((n, m), (m, 1), torch.float32):
+            return Result(False, f"{what} your kernel gives shape {list(fake.shape)}, strides {list(fake.stride())}, "
+                                 f"{fake.dtype}: not the CPU kernel's output (lesson 02, section 2)")
     return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
                         "its refusals, one compile for three sizes, a size no trace knows, and four threads at once")
 
@@ -3094,7 +3115,8 @@ def redispatch(path: Path) -> Result:
                 (lambda: _tangent_kept(lambda make_dual: op(make_dual(torch.ones(3), torch.full((3,), 5.0))),
                                        "a dual tensor x of tangent [5, 5, 5], scale2(x)", 10.0, "Scale2"), tangents),
                 (lambda: _scale2_saves_nothing(op) or _scale2_gradient_left_alone(op)
-                 or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x"), _PASSING_ON),
+                 or _complex_gradients(op, lambda x: 2 * x, ("x",), "2 * x"),
+                 "lesson 04, section 1: what backward is given, and what it keeps."),
                 (lambda: _tangent_kept(_in_no_grad(lambda make_dual: op(make_dual(torch.ones(3),
                                                                                   torch.full((3,), 5.0)))),
                                        "a dual tensor x of tangent [5, 5, 5], "
@@ -4140,16 +4162,23 @@ def _stack_unbacked(op, path: Path) -> Result | None:
     from helpers import shapes
 
     mode, (count, other) = shapes.unbacked(2)  # two counts: x[x > 0] and y[y > 0], say
+    layout_names = {torch.contiguous_format: "contiguous", torch.channels_last: "channels_last",
+                    torch.channels_last_3d: "channels_last_3d"}
     with mode:
-        for layout, b_count in ((torch.contiguous_format, count), (torch.channels_last, count),
-                                (torch.contiguous_format, other)):
-            a = torch.empty(count, 3, 4, 5, memory_format=layout)
-            b = torch.empty(b_count, 3, 4, 5, memory_format=layout)
+        # An unknown first size, the same or two; then an unknown inner size (a feature map cropped to x[:, :, :k],
+        # k an .item()), where a channels_last layout's strides depend on it.
+        for layout, a_shape, b_shape, sizes in (
+                (torch.contiguous_format, (count, 3, 4, 5), (count, 3, 4, 5), "the same unknown first size"),
+                (torch.channels_last, (count, 3, 4, 5), (count, 3, 4, 5), "the same unknown first size"),
+                (torch.contiguous_format, (count, 3, 4, 5), (other, 3, 4, 5), "two unknown first sizes"),
+                (torch.channels_last, (2, 3, count, 5), (2, 3, count, 5), "the same unknown height"),
+                (torch.channels_last_3d, (2, 3, count, 4, 5), (2, 3, count, 4, 5), "the same unknown depth")):
+            a = torch.empty(a_shape, memory_format=layout)
+            b = torch.empty(b_shape, memory_format=layout)
             try:
                 op(a, b)
             except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
-                sizes = "the same unknown first size" if b_count is count else "two unknown first sizes"
-                return Result(False, f"for two {'channels_last' if layout == torch.channels_last else 'contiguous'} "
+                return Result(False, f"for two {layout_names[layout]} "
                                      f"tensors of {sizes} (unknown while tracing: the count of x[x > 0], as "
                                      f"torch.export meets after .item()), your fake kernel raised "
                                      f"{_raised(error, path)}\nA fake kernel that decides on a size's value (== 0, "

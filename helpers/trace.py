@@ -256,7 +256,9 @@ class Step:
 
 
 def predict(op, *args, **kwargs) -> list[Step]:
-    """Every key of the call's keyset, in priority order, with what the dispatcher does there."""
+    """Every key of the call's keyset, in priority order, with what the dispatcher does there. A kernel the walk
+    cannot see into is taken to end the call where torch's own do: a BackendSelect kernel other than torchgen's, a
+    functorch hack at FuncTorchDynamicLayerFrontMode; the Python key's handler is asked (_python_handler)."""
     keys = keyset_of(*tensor_arguments(op, args, kwargs))
     table = dispatch_table(op)
     steps: list[Step] = [Step(name, "excluded", table.get(name)) for name in keys.excluded]
@@ -281,8 +283,8 @@ def predict(op, *args, **kwargs) -> list[Step]:
                 selected = _backend_selected(op, keys, args, kwargs)
                 ended = selected is None  # the kernel itself refuses the arguments: nothing below it runs
                 remaining = (selected or EMPTY_KEYSET) & keys_after(key)
-            else:  # a kernel of the operator's own, not torchgen's: prims' factories compute the call there
-                ended = True  # (torch/_prims/__init__.py, _backend_select_impl), and hand nothing on
+            else:  # a kernel of the operator's own, not torchgen's: assumed to end the call, as every such kernel of
+                ended = True  # torch's does (the prims' _backend_select_impl in torch/_prims/__init__.py computes it)
         elif name == "FuncTorchDynamicLayerFrontMode" and step.status == "kernel" and entry.kind == "kernel":
             # A kernel of the operator's own there, not functorch's fallback: one of functorch's "hacks"
             # (aten/src/ATen/functorch/PyTorchOperatorHacks.cpp: linear, the dropouts), which compute the operator

@@ -4182,9 +4182,10 @@ def _stack_unbacked(op, path: Path) -> Result | None:
                                      f"tensors of {sizes} (unknown while tracing: the count of x[x > 0], as "
                                      f"torch.export meets after .item()), your fake kernel raised "
                                      f"{_raised(error, path)}\nA fake kernel that decides on a size's value (== 0, "
-                                     "> 1) cannot be traced where no value exists: compute with the sizes, and decide "
-                                     "the layout by what holds whatever the unknown size is (lesson 06, sections 3 "
-                                     "and 5)")
+                                     "> 1, equal to another size) cannot be traced where no value exists: compute "
+                                     "with the sizes, compare them one by one with torch._check (which records for "
+                                     "run time what it cannot decide), and decide the layout by what holds whatever "
+                                     "the unknown size is (lesson 06, sections 3 and 5)")
     return None
 
 
@@ -5779,12 +5780,16 @@ def load_before_aoti(path: Path) -> Result:
             os.makedirs(os.environ["TMPDIR"])
             import tempfile
             tempfile.tempdir = os.environ["TMPDIR"]  # Python's tempfile too, which may have read TMPDIR already
+            # And a home folder of its own, where a cache of the reader's (~/.cache) would go.
+            os.environ["HOME"] = os.path.join({str(elsewhere)!r}, "home")
+            os.environ["XDG_CACHE_HOME"] = os.path.join(os.environ["HOME"], ".cache")
+            os.makedirs(os.environ["XDG_CACHE_HOME"])
 
-            def temporary_bytes():  # what lies in the temporary folder beside the loader's own extractions
+            def temporary_bytes():  # what lies in the temporary and home folders beside the loader's own extractions
                 return sum(os.path.getsize(os.path.join(folder, name))
-                           for folder, _, names in os.walk(tempfile.tempdir) for name in names
-                           if not os.path.relpath(folder, tempfile.tempdir).startswith(("aotinductor_",
-                                                                                         "torchinductor_"))
+                           for top in (tempfile.tempdir, os.environ["HOME"])
+                           for folder, _, names in os.walk(top) for name in names
+                           if not os.path.relpath(folder, top).startswith(("aotinductor_", "torchinductor_"))
                            and not os.path.islink(os.path.join(folder, name)))
 
             torch.set_num_threads(max(2, torch.get_num_threads()))  # two at least: a run() that sets one shows
@@ -6435,9 +6440,9 @@ def load_before_aoti(path: Path) -> Result:
     if releases and releases[0]["temporary"] > 1.5 * size:  # a copy of the model served now may stay
         return Result(False, f"in the fresh Python, four releases deployed in turn over one model.pt2, run() called "
                              f"after each: {releases[0]['temporary'] / 2**20:.1f} MB more stayed in the temporary "
-                             f"folder (tempfile's, $TMPDIR), where each release is {size / 2**20:.1f} MB: a file run() "
-                             "writes there for a release outlives that release's model, and a server's disk fills "
-                             f"with each deployment.{hint}.")
+                             f"folder (tempfile's, $TMPDIR) or the home folder (~, ~/.cache), where each release is "
+                             f"{size / 2**20:.1f} MB: a file run() writes there for a release outlives that release's "
+                             f"model, and a server's disk fills with each deployment.{hint}.")
     if linked and linked[0]["grew"] > 1:
         return Result(False, f"in the fresh Python, four releases deployed by a link flipped to each in turn (current "
                              f"-> r0, r1, ..., as many deploy tools do), run() called on current/model.pt2 after each: "
@@ -6560,6 +6565,7 @@ def _stable_add_unbacked(op, path: Path) -> str | None:
             (1, "[3, u0] and [3, u1]", "nonzero(x).t() and nonzero(y).t(), x and y of 3 dimensions")):
         mode, counts = shapes.unbacked(2)  # new symbols: a check made on the first pair decides nothing here
         with mode:
+            asserts = sum(len(checks) for checks in mode.shape_env.deferred_runtime_asserts.values())
             try:
                 out = op(*(torch.empty((count, 3) if unknown == 0 else (3, count)) for count in counts))
             except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
@@ -6568,9 +6574,17 @@ def _stable_add_unbacked(op, path: Path) -> str | None:
                         f"{_raised(error, path)}: a check that reads a size, or decides whether two sizes are equal, "
                         "while tracing, refuses what the call would accept: a condition on sizes that the trace "
                         "cannot decide is checked when the call runs (lesson 06, section 5)")
+            recorded = (sum(len(checks) for checks in mode.shape_env.deferred_runtime_asserts.values()) > asserts
+                        or mode.shape_env.replace(counts[1].node.expr) != counts[1].node.expr)
         known = 1 - unknown  # the dimension of size 3: a plain int, never a symbol
         if out.dim() != 2 or not isinstance(out.shape[known], int) or out.shape[known] != 3:
             return f"on two fake tensors of shapes {shown}, your fake kernel returned shape {list(out.shape)}"
+        if not recorded:
+            return (f"on two fake tensors of shapes {shown}, u0 and u1 sizes no trace knows (the counts in {where}), "
+                    "your fake kernel returned a tensor and recorded nothing that makes u0 and u1 agree: the traced "
+                    "program makes the call whatever the counts, where the CPU kernel refuses two shapes (a compiled "
+                    "program that drops an unused result then returns where eager raises). Where it cannot decide "
+                    "while tracing, a fake kernel records what must hold when the call runs (lesson 06, section 5)")
     return None
 
 
@@ -7380,6 +7394,25 @@ def _mul_out_problems() -> list[str]:
             continue
         if got is not out or out.shape != want.shape or not torch.equal(out.cpu(), want):
             problems.append(f"{how}: out is {out.cpu()}, where aten's mul makes it {want}")
+    # A number beside a 0-dim tensor of the device, into a wider `out`: torch wraps the number, and a wrapped number
+    # ranks below any tensor, a 0-dim one too: it changes the dtype only by a higher kind (int64 times 0.1: float32).
+    for x, dtype in ((torch.tensor(3.0, dtype=torch.float16), torch.float32),
+                     (torch.tensor(3.0), torch.float64), (torch.tensor(3), torch.float64)):
+        if problems:
+            break
+        how = (f"torch.mul(x, 0.1, out=out), x a 0-dim {_dtype_names([x.dtype])} tensor on the device and a "
+               f"{_dtype_names([dtype])} `out`")
+        want = torch.mul(x, 0.1, out=torch.empty((), dtype=dtype))
+        try:
+            torch.mul(x.to(device.NAME), 0.1, out=(out := torch.empty((), dtype=dtype).to(device.NAME)))
+        except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
+            problems.append(raised(how, error))
+            continue
+        if out.shape != want.shape or not torch.equal(out.cpu(), want):
+            problems.append(f"{how}: out is {out.cpu().item()!r}, where aten's mul gives {want.item()!r}: torch "
+                            "wraps a Python number, and a wrapped number ranks below every tensor, a 0-dim one "
+                            "too: it changes the product's dtype only by a higher kind (an integer x times 0.1 is the "
+                            "default float dtype's), never to float64 by its own precision")
     return problems
 
 

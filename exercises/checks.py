@@ -593,10 +593,11 @@ def schema(path: Path) -> Result:
             problems.append(f"`{want.name}` is written to, and your schema does not say so (lesson 01, aliasing)")
         elif have.alias_info and not want.alias_info:
             problems.append(f"`{want.name}`, a {want.real_type.str()} the call only reads, carries an alias "
-                            "annotation: a promise that it shares memory with a tensor or is written (a float has no memory to "
-                            "share), which torch holds the schema to: FunctionSchema.is_backward_compatible_with "
-                            "tells it from the task's, torch.compile refuses an operator that writes a float, and a "
-                            "set shared with a tensor makes torch's alias checks warn (lesson 01, aliasing)")
+                            "annotation: a promise that it shares memory with a tensor or is written (a float has no "
+                            "memory to share), which torch holds the schema to: "
+                            "FunctionSchema.is_backward_compatible_with tells it from the task's, torch.compile "
+                            "refuses an operator that writes a float, and a set shared with a tensor makes torch's "
+                            "alias checks warn (lesson 01, aliasing)")
         elif have.alias_info and have.alias_info.after_set != have.alias_info.before_set:
             problems.append(f"`{want.name}`'s annotation says that after the call it belongs to another alias set "
                             f"({', '.join(sorted(have.alias_info.after_set))}): a promise the operator does not keep, "
@@ -4155,6 +4156,12 @@ def _sizes_compared(op, path: Path, lesson: str) -> Result | None:
     return None
 
 
+def _runtime_asserts(mode) -> int:
+    """How many conditions on sizes a fake mode's ShapeEnv has put off to run time (torch._check on what a trace
+    cannot decide): a count that grows when a fake kernel records one."""
+    return sum(len(checks) for checks in mode.shape_env.deferred_runtime_asserts.values())
+
+
 def _stack_unbacked(op, path: Path) -> Result | None:
     """stack2 on fake tensors whose first size is unknown while tracing (the count of x[x > 0], as torch.export meets
     after .item() or nonzero()), contiguous and channels_last: a fake kernel that decides on a size's value (== 0,
@@ -4196,13 +4203,12 @@ def _stack_unbacked_beside_known(op) -> Result | None:
 
     mode, (count,) = shapes.unbacked()
     with mode:
-        asserts = sum(len(checks) for checks in mode.shape_env.deferred_runtime_asserts.values())
+        asserts = _runtime_asserts(mode)
         try:
             op(torch.empty(count, 3, 4, 5), torch.empty(3, 3, 4, 5))
         except Exception:  # noqa: BLE001 - refused while tracing, as the real kernel refuses when the sizes differ
             return None
-        if (sum(len(checks) for checks in mode.shape_env.deferred_runtime_asserts.values()) == asserts
-                and not mode.shape_env.replace(count.node.expr).is_number):
+        if _runtime_asserts(mode) == asserts and not mode.shape_env.replace(count.node.expr).is_number:
             return Result(False, "for a contiguous tensor of an unknown first size (the count of x[x > 0]) beside one "
                                  "of first size 3, your fake kernel returned a tensor and recorded nothing that makes "
                                  "the two sizes agree: the traced program makes the call whatever the count, where the "
@@ -6565,7 +6571,7 @@ def _stable_add_unbacked(op, path: Path) -> str | None:
             (1, "[3, u0] and [3, u1]", "nonzero(x).t() and nonzero(y).t(), x and y of 3 dimensions")):
         mode, counts = shapes.unbacked(2)  # new symbols: a check made on the first pair decides nothing here
         with mode:
-            asserts = sum(len(checks) for checks in mode.shape_env.deferred_runtime_asserts.values())
+            asserts = _runtime_asserts(mode)
             try:
                 out = op(*(torch.empty((count, 3) if unknown == 0 else (3, count)) for count in counts))
             except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
@@ -6574,7 +6580,7 @@ def _stable_add_unbacked(op, path: Path) -> str | None:
                         f"{_raised(error, path)}: a check that reads a size, or decides whether two sizes are equal, "
                         "while tracing, refuses what the call would accept: a condition on sizes that the trace "
                         "cannot decide is checked when the call runs (lesson 06, section 5)")
-            recorded = (sum(len(checks) for checks in mode.shape_env.deferred_runtime_asserts.values()) > asserts
+            recorded = (_runtime_asserts(mode) > asserts
                         or mode.shape_env.replace(counts[1].node.expr) != counts[1].node.expr)
         known = 1 - unknown  # the dimension of size 3: a plain int, never a symbol
         if out.dim() != 2 or not isinstance(out.shape[known], int) or out.shape[known] != 3:

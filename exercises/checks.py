@@ -6084,12 +6084,15 @@ def load_before_aoti(path: Path) -> Result:
             # Refilled again through numpy's view of it (a server's decoder writing into it): a write torch's
             # version counter never sees, as one through .data or from C does not.
             buffer.numpy()[...] = torch.randn(x.shape, generator=torch.Generator().manual_seed(8)).numpy()
-            third_out = answer.run(model_pt2, buffer)
+            # Every input below stays alive to the end: a freed one's memory may be the next one's, and an answer
+            # that keeps outputs by the input's address would then answer the check's own reference call.
+            third_in, third_out = buffer.clone(), answer.run(model_pt2, buffer)
             right = answer.run(model_pt2, second_in)
-            again = answer.run(model_pt2, second_in.clone())  # the same rows again, right after
+            again_in = second_in.clone()
+            again = answer.run(model_pt2, again_in)  # the same rows again, right after
             refilled = {{"same": bool(torch.allclose(second_out, right, atol=1e-6)),
                         "own": second_out.untyped_storage().data_ptr() != first_out.untyped_storage().data_ptr(),
-                        "numpy": bool(torch.allclose(third_out, answer.run(model_pt2, buffer.clone()), atol=1e-6)),
+                        "numpy": bool(torch.allclose(third_out, answer.run(model_pt2, third_in), atol=1e-6)),
                         # the same rows twice (second_in, a copy of what the buffer held): two outputs all the same
                         "apart": len({{out.untyped_storage().data_ptr() for out in (second_out, right, again)}}) == 3}}
             print("REFILLED", json.dumps(refilled))

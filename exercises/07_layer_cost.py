@@ -19,8 +19,9 @@ threads; Python's, numpy's and torch's random numbers, CUDA's seeds included; th
 policy; the interpreter's thread switch interval, trace and profile functions (cProfile's too); the CPUs the process may
 run on; whether denormal numbers flush to zero; cuDNN's flags, deterministic algorithms, float32 matmul precision,
 anomaly detection; the warning filters, the levels of log messages switched off; Python's memory tracing, tracemalloc;
-its standard streams; torch's default dtype) as it found them, for the threads started while it times, and those that
-ran before it, too, and when a timer raises; so does importing your file.
+its standard streams; torch's default dtype; the environment variables, which the processes it starts inherit) as it
+found them, for the threads started while it times, and those that ran before it, too, and when a timer raises; so does
+importing your file.
 """
 
 import statistics

@@ -12,11 +12,12 @@ kernels for in-place operators hand the call on to it, lesson 03, section 4.) Th
 ones too), meta, nested and mkldnn tensors, also with an `x` or an `other` that does not require grad, an `other`
 conjugated lazily, on a leaf that requires grad and on a view of one (refused; inside torch.no_grad(), as an optimizer's
 step, written), inside a TorchDispatchMode, which must see the call, on a tensor subclass with `__torch_dispatch__`
-(torch's TwoTensor), on complex tensors under a loss that gives the output a complex gradient (a real `other` added into
-a complex `x` too, and a complex64 one into a complex128 one), on dual tensors (forward-mode AD, inside torch.no_grad()
-too: the right tangent, or a refusal) and from two threads at once; each call must leave the thread's dispatch state as
-it found it, and the tensor it wrote must be freed once the caller drops it (add_(y, y) too), and so must `other`, while
-the written tensor's graph lives on.
+(torch's TwoTensor), in an autocast region under an AutocastCPU kernel that hands the call on by its keyset, on complex
+tensors under a loss that gives the output a complex gradient (a real `other` added into a complex `x` too, and a
+complex64 one into a complex128 one), on dual tensors (forward-mode AD, inside torch.no_grad() too: the right tangent,
+or a refusal) and from two threads at once; each call must leave the thread's dispatch state as it found it, and the
+tensor it wrote must be freed once the caller drops it (add_(y, y) too), and so must `other`, while the written tensor's
+graph lives on.
 """
 
 import torch

@@ -7,9 +7,10 @@ must return an empty tensor of the real output's shape, dtype, device and stride
 inputs, and for symbolic sizes (torch.compile(dynamic=True) and torch.export with a Dim pass them): one compile must
 serve every size. It must refuse what the real kernel refuses (two shapes, two devices: a 0-dim CPU tensor beside
 another device's too), symbolic sizes included (an unknown size beside a known one too), with refusals that always run
-(not assert statements, which python -O drops). Each call's output is its own (two calls in one trace too). The check
-runs it on meta tensors, on fake tensors with symbolic sizes, one of them unknown while tracing (the count of x[x > 0],
-as torch.export meets after .item()), and opcheck on the real ones.
+(not assert statements, which python -O drops) and raise what the real kernel's raise (a RuntimeError). Each call's
+output is its own (two calls in one trace too). The check runs it on meta tensors, on fake tensors with symbolic sizes,
+one of them unknown while tracing (the count of x[x > 0], as torch.export meets after .item()), and opcheck on the real
+ones.
 """
 
 import torch

@@ -20,7 +20,7 @@ current/model.pt2), after the link flipped to a release served already by its ow
 the link flipped to another release, twenty times more on new inputs (what it keeps of them counted), on a release
 deployed over a file while run() loads it (and once run() has read it itself), on that file again an hour later by the
 process's clocks (time's clocks and datetime's), for a caller whose default dtype is float64, then by one relative name
-from the folders of two releases in turn (a caller that changes its working directory), and on 129 files in turn, twice;
+from the folders of two releases in turn (a caller that changes its working directory), and on 257 files in turn, twice;
 it checks each output (a tensor the caller can use as any other), the refusals, that grad mode, the number of threads,
 the inter-op threads, whether denormal numbers flush to zero, float32 matmul precision, deterministic algorithms (their
 warn-only mode too) and the random number generator's state are as they were after each call and after your file is

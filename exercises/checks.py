@@ -489,6 +489,20 @@ def walk(path: Path) -> Result:
                 return result
     finally:
         vendor._destroy()
+    # The device types with quantized keys of their own beside their dense one (c10::computeDispatchKey): a vendor's
+    # kernel at the dense key (never called here) is not where a quantized factory goes.
+    vendor = torch.library.Library("aten", "IMPL")
+    try:
+        for key in ("MTIA", "IPU", "VE", "HPU"):
+            vendor.impl("empty.memory_format", lambda *args, **kwargs: None, key)
+        for device_type in ("mtia", "ipu", "ve", "hpu"):
+            if not (result := walked(f"aten::empty.memory_format([2], dtype=torch.qint8, device=\"{device_type}\") "
+                                     "(asked, not called), with a kernel at MTIA, IPU, VE and HPU",
+                                     torch.ops.aten.empty.memory_format, ([2],), where_to_look=_BACKEND_SELECT,
+                                     kwargs={"dtype": torch.qint8, "device": device_type})).passed:
+                return result
+    finally:
+        vendor._destroy()
     from torch._functorch.vmap import vmap_increment_nesting
 
     for what, op, args in [("aten::linear(a, w)", torch.ops.aten.linear.default,
@@ -1308,7 +1322,9 @@ def meta_kernel(path: Path) -> Result:
     meta = torch.device("meta")
     for a, b in [(torch.ones(3, dtype=torch.int64, device=meta), torch.ones(2, device=meta)),
                  (torch.ones(3, device=meta), torch.ones(2, dtype=torch.half, device=meta)),
-                 (torch.ones(3), torch.ones(2, device=meta)), (torch.tensor(2.0), torch.ones(2, device=meta))]:
+                 (torch.ones(3), torch.ones(2, device=meta)), (torch.tensor(2.0), torch.ones(2, device=meta)),
+                 # and the other way round: a meta a, a CPU b
+                 (torch.ones(3, device=meta), torch.ones(2)), (torch.ones(3, device=meta), torch.tensor(2.0))]:
         try:
             kernel_at("CPU")(a, b)
             continue  # the CPU kernel takes them (the first check above says if it should not)
@@ -3621,6 +3637,7 @@ _SUM_SQUARES_IN_REGION = [
     ("inside autocast, xs in float8_e5m2 (floating point, so eligible)", [torch.float8_e5m2] * 2, None, _F32),
     ("inside autocast, xs in float8_e5m2fnuz (floating point, so eligible)", [torch.float8_e5m2fnuz] * 2, None, _F32),
     ("inside autocast, float64 inputs", [_F64, _F64], _F64, _F64),
+    ("inside autocast, xs in float8_e4m3fn (floating point, so eligible)", [torch.float8_e4m3fn] * 2, None, _F32),
 ]
 _SUM_SQUARES_AFTER_REGION = ("after the region, bfloat16 inputs", [_BF16, _BF16], _BF16, _BF16)
 _SUM_SQUARES = "exercise05.sum_squares.default"
@@ -3628,7 +3645,7 @@ _SUM_SQUARES_MORE_CALLS: list[str] = []  # calls besides the casts needed, seen 
 _SUM_SQUARES_VALUES = [[1.0, 3.0, 0.1, 250.0], [0.01, 2.0, -0.2, 300.0], [-1.5, 0.5, 7.0, 1.0]]  # xs[0], xs[1], ...
 _SUM_SQUARES_SCALE = [0.5, -2.0, 3.0, 0.001]
 _SUM_SQUARES_RTOL = {_F64: 1e-12, _F32: 1e-5, _BF16: 2e-2, _F16: 2e-2,  # each dtype's precision, with room to round
-                     torch.float8_e5m2: 0.25, torch.float8_e5m2fnuz: 0.25}
+                     torch.float8_e5m2: 0.25, torch.float8_e5m2fnuz: 0.25, torch.float8_e4m3fn: 0.125}
 
 
 # Per call of sum_squares's Autograd kernel (below autocast): whether AutocastCPU was excluded on the thread then, as
@@ -3749,6 +3766,7 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
         if scale is not None:
             rights.append(("scale", scale, sum(x.detach().double() ** 2 for x in xs)))
         for name, tensor, right in rights:
+            right = right.to(tensor.dtype).double()  # as autograd casts a gradient (float8_e4m3fn's largest is 448)
             if tensor.grad is None or not torch.allclose(tensor.grad.double(), right,
                                                          rtol=_SUM_SQUARES_RTOL[tensor.dtype]):
                 return (f"{where}: the gradient of {name} is {None if tensor.grad is None else _values(tensor.grad)}, "

@@ -473,33 +473,22 @@ def walk(path: Path) -> Result:
                              where_to_look=_BACKEND_SELECT, kwargs={"device": named})).passed:
         return result
     # c10::computeDispatchKey gives MAIA, FPGA and Vulkan a dense key only: a quantized dtype there is dense, and a
-    # sparse layout is refused by BackendSelect's kernel itself. A renamed PrivateUse1 has them all. Kernels at those
-    # keys (a vendor's, never called here) make the walk's end show which key the call reaches.
+    # sparse layout is refused by BackendSelect's kernel itself. MTIA, IPU, VE, HPU and a renamed PrivateUse1 have
+    # quantized keys of their own beside their dense one. Kernels at the dense keys and at QuantizedPrivateUse1 (a
+    # vendor's, never called here) make the walk's end show which key the call reaches.
+    vendor_keys = ("MAIA", "FPGA", "Vulkan", "MTIA", "IPU", "VE", "HPU", "QuantizedPrivateUse1")
     vendor = torch.library.Library("aten", "IMPL")
     try:
-        for key in ("MAIA", "FPGA", "Vulkan", "QuantizedPrivateUse1"):
+        for key in vendor_keys:
             vendor.impl("empty.memory_format", lambda *args, **kwargs: None, key)
-        for device_type, kwargs in [*((d, {"dtype": torch.qint8}) for d in ("maia", "fpga", "vulkan", named)),
+        for device_type, kwargs in [*((d, {"dtype": torch.qint8})
+                                      for d in ("maia", "fpga", "vulkan", named, "mtia", "ipu", "ve", "hpu")),
                                     *((d, {"layout": torch.sparse_coo}) for d in ("maia", "fpga", "vulkan"))]:
             asked = ", ".join(f"{name}={value}" for name, value in kwargs.items())
             if not (result := walked(f"aten::empty.memory_format([2], {asked}, device=\"{device_type}\") (asked, not "
-                                     "called), with a kernel at MAIA, FPGA, Vulkan and QuantizedPrivateUse1",
+                                     f"called), with a kernel at {', '.join(vendor_keys[:-1])} and {vendor_keys[-1]}",
                                      torch.ops.aten.empty.memory_format, ([2],), where_to_look=_BACKEND_SELECT,
                                      kwargs={**kwargs, "device": device_type})).passed:
-                return result
-    finally:
-        vendor._destroy()
-    # The device types with quantized keys of their own beside their dense one (c10::computeDispatchKey): a vendor's
-    # kernel at the dense key (never called here) is not where a quantized factory goes.
-    vendor = torch.library.Library("aten", "IMPL")
-    try:
-        for key in ("MTIA", "IPU", "VE", "HPU"):
-            vendor.impl("empty.memory_format", lambda *args, **kwargs: None, key)
-        for device_type in ("mtia", "ipu", "ve", "hpu"):
-            if not (result := walked(f"aten::empty.memory_format([2], dtype=torch.qint8, device=\"{device_type}\") "
-                                     "(asked, not called), with a kernel at MTIA, IPU, VE and HPU",
-                                     torch.ops.aten.empty.memory_format, ([2],), where_to_look=_BACKEND_SELECT,
-                                     kwargs={"dtype": torch.qint8, "device": device_type})).passed:
                 return result
     finally:
         vendor._destroy()
@@ -2343,8 +2332,8 @@ def inplace_autograd(path: Path) -> Result:
                                 "Conjugate key, which x does not): the CPU kernel received other still conjugated "
                                 "lazily, its Conjugate fallback skipped: the keyset handed on lacked other's keys. A "
                                 "kernel that reads memory, as csrc's do, then adds c where conj(c) was given")
-        if not problems and (told := _above_autograd_once(library, "add_", lambda: add_ones("cpu"),
-                                                          "add_(zeros that require grad, cloned, ones)", torch.ones(3))):
+        if not problems and (told := _above_autograd_once(
+                library, "add_", lambda: add_ones("cpu"), "add_(zeros that require grad, cloned, ones)", torch.ones(3))):
             problems.append(told)
     hint = "\nLook again at lesson 03, section 4 (in-place operators and gradients)." if problems else ""
     return Result(not problems, "\n".join(problems) + hint if problems else "both inputs get their gradients, and "
@@ -5132,11 +5121,12 @@ def _layer_cost_settings() -> dict:
             "autograd's anomaly detection (torch.autograd.set_detect_anomaly)": torch.is_anomaly_enabled(),
             "Python's warning filters (warnings.filters)": list(warnings.filters),
             _HOOKS: (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile()),
-            # torch writes TORCHINDUCTOR_CACHE_DIR itself the first time it reads it (torch/_inductor/runtime/
-            # cache_dir_utils.py, cache_dir()), when torch._dynamo or torch._inductor is imported, say
-            _ENVIRONMENT: {name: value for name, value in os.environ.items() if name != "TORCHINDUCTOR_CACHE_DIR"}}
+            _ENVIRONMENT: {name: value for name, value in os.environ.items() if name != _SET_BY_TORCH}}
 
 
+# torch writes TORCHINDUCTOR_CACHE_DIR itself the first time it reads it (torch/_inductor/runtime/cache_dir_utils.py,
+# cache_dir()), when torch._dynamo or torch._inductor is imported, say: not the answer's setting.
+_SET_BY_TORCH = "TORCHINDUCTOR_CACHE_DIR"
 _ENVIRONMENT = ("the process's environment variables (os.environ: every process it starts inherits them, and "
                 "OMP_NUM_THREADS sets a DataLoader worker's or a subprocess's torch threads)")
 _HOOKS = ("the interpreter's trace and profile functions, the process's and those threading gives new threads "
@@ -5514,7 +5504,7 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
     if (cpus := settings["the CPUs the process may run on (os.sched_setaffinity)"]) is not None:
         os.sched_setaffinity(0, cpus)
     environment = settings[_ENVIRONMENT]
-    for name in [name for name in os.environ if name not in environment and name != "TORCHINDUCTOR_CACHE_DIR"]:
+    for name in [name for name in os.environ if name not in environment and name != _SET_BY_TORCH]:
         del os.environ[name]
     os.environ.update(environment)
 

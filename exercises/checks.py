@@ -5586,11 +5586,16 @@ def layer_cost(path: Path) -> Result:
                             "quartile)")
         elif not abs(result[0] - cost) < cost / 4:
             firsts = [layer for layer, _ in timer.calls][-2 * rounds::2]
-            in_runs = timer.fading_over and sum(a != b for a, b in zip(firsts, firsts[1:])) < rounds - 1
-            problems.append(f"{what}: you report a median of {result[0]:.3f} µs" + (
-                "; your rounds take one order in runs (not reversed every other round), so the order follows the time, "
-                "and what going second does, which changes as the machine runs, lands in the differences"
-                if in_runs else "" if order else "; a statistic that one spike can move is the wrong one"))
+            if timer.second_faster and len(set(firsts)) == 1:
+                why = (f"; every round timed the call {'with' if firsts[0] else 'without'} the layer first, so what "
+                       "going second does lands in every difference")
+            elif timer.fading_over and sum(a != b for a, b in zip(firsts, firsts[1:])) < rounds - 1:
+                why = ("; your rounds take one order in runs (not reversed every other round), so the order follows "
+                       "the time, and what going second does, which changes as the machine runs, lands in the "
+                       "differences")
+            else:
+                why = "" if order else "; a statistic that one spike can move is the wrong one"
+            problems.append(f"{what}: you report a median of {result[0]:.3f} µs{why}")
         elif result[1] <= result[0] <= result[2]:
             if not (wrong := _not_from_the_rounds(result, timer.differences(rounds))):
                 continue

@@ -16,7 +16,8 @@ a test session that ended), spawn() starts a new Python instead.
 
 A child is what `python -c program` would be once the modules in PRELOAD are imported: a process of its own (a crash
 ends only the child), with the caller's environment, working directory, stdout and stderr (tests/test_forkserver.py
-compares the two). The server imports nothing of the workbook and runs nothing itself: it holds no OpenMP threads
+compares the two). One difference: its $TMPDIR is a folder of its own, removed when it exits (_start says why), so a
+program hands a file to its caller where the caller says, not in tempfile's folder. The server imports nothing of the workbook and runs nothing itself: it holds no OpenMP threads
 that a fork would break. (A nested server imports the modules it is asked for, which start no thread either:
 tests/test_forkserver.py.) It forks each child itself, and waits for them all in one loop, without a thread.
 
@@ -232,20 +233,21 @@ def _serve(address: str, preload: list[str], until_stdin_closes: bool = True, hu
         finalizer.atexit = False
     # One loop, no thread: each child is forked from this process, and watched through two descriptors, its client's
     # connection (readable: the client is gone, kill the child) and its pidfd (readable: it exited, send the code).
-    children: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (connection, pid)
+    children: dict[int, tuple[socket.socket, int, str]] = {}  # pidfd -> (connection, pid, temporary folder)
     killed: set[int] = set()  # pidfds of children killed, not yet exited
     lifeline = [sys.stdin] if until_stdin_closes else []  # a nested server ends when its parent kills it
     while True:
-        clients = {connection.fileno(): pidfd for pidfd, (connection, _) in children.items() if pidfd not in killed}
+        clients = {connection.fileno(): pidfd for pidfd, (connection, *_) in children.items() if pidfd not in killed}
         ready, _, _ = select.select([listener, *lifeline, *children, *clients], [], [])
         if sys.stdin in ready:  # closed: the test session is over
             os.unlink(address)
             os._exit(0)  # at once: no interpreter teardown (a second, with torch loaded)
         for fd in ready:
             if fd in children:  # exited
-                connection, pid = children.pop(fd)
+                connection, pid, folder = children.pop(fd)
                 killed.discard(fd)
                 _, status = os.waitpid(pid, 0)
+                shutil.rmtree(folder, ignore_errors=True)  # gone before the caller hears that the child ended
                 with contextlib.suppress(OSError):  # the client may be gone already
                     connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
                 connection.close()
@@ -256,8 +258,8 @@ def _serve(address: str, preload: list[str], until_stdin_closes: bool = True, hu
         if listener in ready:
             connection = listener.accept()[0]
             with contextlib.suppress(OSError):  # a client that went away before its child started
-                pidfd, pid = _start(connection, [listener, *(c for c, _ in children.values()), *children])
-                children[pidfd] = connection, pid
+                pidfd, pid, folder = _start(connection, [listener, *(c for c, *_ in children.values()), *children])
+                children[pidfd] = connection, pid, folder
                 continue
             connection.close()
 
@@ -294,21 +296,34 @@ def in_huge_pages() -> int:
     return moved
 
 
-def _start(connection: socket.socket, not_for_the_child: list) -> tuple[int, int]:
-    """Fork the child a client asked for and tell the client its pid: (its pidfd, its pid)."""
+def _start(connection: socket.socket, not_for_the_child: list) -> tuple[int, int, str]:
+    """Fork the child a client asked for and tell the client its pid: (its pidfd, its pid, its temporary folder).
+
+    A child ends at once (os._exit), without the teardown of a new Python's exit, which frees what the program's
+    modules hold: AOTInductor's package loader, freed, removes the folder it unpacked the package into
+    (/tmp/aotinductor_*), and a child's was left behind. So each child's temporary folder ($TMPDIR) is a folder of its
+    own, inside the one its caller named, which the server removes once the child has exited, killed or not."""
     _, fds, _, _ = socket.recv_fds(connection, 1, 2)
     request = b""
     while not request.endswith(b"\n"):  # the client sends its request at once, whole
         if not (received := connection.recv(65536)):
             raise ConnectionResetError("the client left before it sent its request")
         request += received
-    pid = os.fork()
+    request = json.loads(request)
+    asked = request["env"].get("TMPDIR")
+    folder = tempfile.mkdtemp(prefix="workbook-child-", dir=asked if asked and os.path.isdir(asked) else None)
+    request["env"]["TMPDIR"] = folder
+    try:
+        pid = os.fork()
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     if pid == 0:
         for other in not_for_the_child:  # another client's end stays with the server alone
             other.close() if isinstance(other, socket.socket) else os.close(other)
         connection.close()
         try:
-            _execute(json.loads(request), *fds)  # exits the child
+            _execute(request, *fds)  # exits the child
         except BaseException:  # noqa: BLE001 - it could not start the program (a missing cwd)
             traceback.print_exc()
             os._exit(1)
@@ -321,8 +336,9 @@ def _start(connection: socket.socket, not_for_the_child: list) -> tuple[int, int
         signal.pidfd_send_signal(pidfd, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(pidfd)
+        shutil.rmtree(folder, ignore_errors=True)
         raise
-    return pidfd, pid
+    return pidfd, pid, folder
 
 
 def _execute(request: dict, stdout: int, stderr: int) -> None:
@@ -334,6 +350,7 @@ def _execute(request: dict, stdout: int, stderr: int) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    tempfile.tempdir = None  # read from $TMPDIR again, as a new Python would
     sys.argv[:] = ["-c"]
     sys.path.insert(0, "")
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a new Python: Ctrl-C raises KeyboardInterrupt

@@ -166,6 +166,17 @@ def test_a_childs_exit_finalizes_only_what_the_child_made():
     assert isolated.run(program).stdout == "0\n"
 
 
+@with_the_sessions_server
+def test_a_childs_temporary_folder_is_its_own_and_goes_with_it(tmp_path):
+    # A child ends without a new Python's teardown: what its modules hold is never freed (AOTInductor's loader, freed,
+    # removes the folder it unpacked a package into). So the server removes the child's $TMPDIR once it has exited.
+    program = ("import os, tempfile; folder = tempfile.mkdtemp(); open(os.path.join(folder, 'left'), 'w').close(); "
+               "print(os.environ['TMPDIR'], folder)")
+    child_folder, made = isolated.run(program, env={"TMPDIR": str(tmp_path)}).stdout.split()
+    assert os.path.dirname(child_folder) == str(tmp_path) and made.startswith(child_folder + os.sep)
+    assert list(tmp_path.iterdir()) == []  # removed before the server sends the exit code
+
+
 def huge_pages_here() -> bool:
     """Whether this kernel moves memory into huge pages when asked (Linux 6.1 on, a huge page free)."""
     with mmap.mmap(-1, 2 * forkserver.HUGE_PAGE) as memory:

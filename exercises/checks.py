@@ -5279,19 +5279,35 @@ def _layer_cost_keeps_flush_denormal(answer) -> str | None:
 
 def _layer_cost_thread_started_meanwhile(answer) -> str | None:
     """A thread started while the measurement times (torch starts its OpenMP threads at its first parallel call, which
-    a timed call may be) runs, once the measurement is over, on the CPUs and at the priority the process's others do.
-    Linux keeps both per thread, and a thread starts with its starter's."""
+    a timed call may be) runs, once the measurement is over, as the process's others do. Linux keeps a thread's CPUs,
+    priority and scheduling policy per thread, the CPU its floating-point flags (flushing denormals to zero), and
+    threading gives a new thread the trace and profile functions it holds at the thread's start: a thread starts with
+    what its starter had then."""
     import os
+    import sys
     import threading
 
     if not (hasattr(os, "sched_getaffinity") and hasattr(os, "getpriority") and hasattr(os, "sched_getscheduler")):
         return None
-    found = os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
+
+    def per_thread() -> dict:
+        def hook(which: str, hook) -> str:
+            whose = "the caller's" if hook is _hook else "no" if hook is None else repr(hook)
+            return f"runs {whose} {which} function"
+
+        return {"cpus": f"runs on CPUs {sorted(os.sched_getaffinity(0))}",
+                "priority": f"runs at priority (nice) {os.getpriority(os.PRIO_PROCESS, 0)}",
+                "policy": f"runs under scheduling policy {_scheduling_policy(os.sched_getscheduler(0))}",
+                "denormals": ("flushes denormal numbers to zero" if _flushes_denormals() else
+                              "keeps denormal numbers (does not flush them to zero)"),
+                "trace": hook("trace (a debugger's, coverage's)", sys.gettrace()),
+                "profile": hook("profile (a profiler's)", sys.getprofile())}
+
     timer, over, seen, started = FakeTimer(0.4, seed=16), threading.Event(), [], []
 
     def pool_thread():
         over.wait(timeout=60)
-        seen.append((os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)))
+        seen.append(per_thread())
 
     def first_call_starts_a_thread():
         if not started:
@@ -5303,13 +5319,19 @@ def _layer_cost_thread_started_meanwhile(answer) -> str | None:
     # GOMP_CPU_AFFINITY, a loader thread): it keeps its CPUs.
     existing = threading.Thread(target=over.wait, kwargs={"timeout": 60}, daemon=True)
     existing.start()
-    cpus = sorted(found[0])
+    cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) > 1:
         os.sched_setaffinity(existing.native_id, {cpus[-1]})
+    threading.settrace(_hook)  # the caller's debugger or profiler, which threading hands every new thread
+    threading.setprofile(_hook)
     try:
+        found = {**per_thread(), "trace": "runs the caller's trace (a debugger's, coverage's) function",
+                 "profile": "runs the caller's profile (a profiler's) function"}  # what a thread started now gets
         answer(first_call_starts_a_thread, timer.without, rounds=15)
         pinned = os.sched_getaffinity(existing.native_id)
     finally:
+        threading.settrace(None)
+        threading.setprofile(None)
         over.set()
         if started:
             started[0].join(timeout=60)
@@ -5318,18 +5340,16 @@ def _layer_cost_thread_started_meanwhile(answer) -> str | None:
         return (f"a thread that ran before your function, pinned to CPU {cpus[-1]} (an OpenMP worker under "
                 f"GOMP_CPU_AFFINITY, a loader thread), runs on CPUs {sorted(pinned)} after it: what a measurement "
                 "changes for threads it did not start, it sets back to what each of them had")
-    if not seen or seen[0] == found:
+    if not seen:
         return None
-    (cpus, priority, policy), (found_cpus, found_priority, found_policy) = seen[0], found
-    what = (f"runs on CPUs {sorted(cpus)} where the process's others run on {sorted(found_cpus)}" if cpus != found_cpus
-            else f"runs at priority (nice) {priority} where the process's others run at {found_priority}"
-            if priority != found_priority else f"runs under scheduling policy {_scheduling_policy(policy)} where the "
-                                               f"process's others run under {_scheduling_policy(found_policy)}")
+    if not (differing := [name for name, value in seen[0].items() if value != found[name]]):
+        return None
     return (f"a thread started while your function timed (as torch starts its OpenMP threads at its first parallel "
-            f"call, which a timed call may be) {what}, for good: Linux keeps the CPUs a thread may run on, its "
-            "priority and its scheduling policy per thread, and a new thread starts with those of the thread that "
-            "started it. A measurement "
-            "leaves the process's settings as it found them, for the threads started while it timed too")
+            f"call, which a timed call may be) {seen[0][differing[0]]} for good, where a thread started outside your "
+            f"measurement {found[differing[0]]}: a new thread starts with its starter's CPUs, priority, scheduling "
+            "policy and floating-point flags (Linux and the CPU keep them per thread), and with the trace and profile "
+            "functions threading holds at its start. A measurement leaves the process's settings as it found them, "
+            "for the threads started while it timed too")
 
 
 def _scheduling_policy(policy: int) -> str:

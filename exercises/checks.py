@@ -3627,6 +3627,8 @@ _SUM_SQUARES_IN_REGION = [
     ("inside autocast, xs in float8_e5m2fnuz (floating point, so eligible)", [torch.float8_e5m2fnuz] * 2, None, _F32),
     ("inside autocast, float64 inputs", [_F64, _F64], _F64, _F64),
     ("inside autocast, xs in float8_e4m3fn (floating point, so eligible)", [torch.float8_e4m3fn] * 2, None, _F32),
+    ("inside autocast, xs in float8_e4m3fnuz (floating point, so eligible)", [torch.float8_e4m3fnuz] * 2, None, _F32),
+    ("inside autocast, xs in float8_e8m0fnu (floating point, so eligible)", [torch.float8_e8m0fnu] * 2, None, _F32),
 ]
 _SUM_SQUARES_AFTER_REGION = ("after the region, bfloat16 inputs", [_BF16, _BF16], _BF16, _BF16)
 _SUM_SQUARES = "exercise05.sum_squares.default"
@@ -3634,7 +3636,8 @@ _SUM_SQUARES_MORE_CALLS: list[str] = []  # calls besides the casts needed, seen 
 _SUM_SQUARES_VALUES = [[1.0, 3.0, 0.1, 250.0], [0.01, 2.0, -0.2, 300.0], [-1.5, 0.5, 7.0, 1.0]]  # xs[0], xs[1], ...
 _SUM_SQUARES_SCALE = [0.5, -2.0, 3.0, 0.001]
 _SUM_SQUARES_RTOL = {_F64: 1e-12, _F32: 1e-5, _BF16: 2e-2, _F16: 2e-2,  # each dtype's precision, with room to round
-                     torch.float8_e5m2: 0.25, torch.float8_e5m2fnuz: 0.25, torch.float8_e4m3fn: 0.125}
+                     torch.float8_e5m2: 0.25, torch.float8_e5m2fnuz: 0.25, torch.float8_e4m3fn: 0.125,
+                     torch.float8_e4m3fnuz: 0.125, torch.float8_e8m0fnu: 1.0}  # e8m0: powers of 2 only
 
 
 # Per call of sum_squares's Autograd kernel (below autocast): whether AutocastCPU was excluded on the thread then, as
@@ -3657,8 +3660,13 @@ def _sum_squares_backward(ctx, grad):
 
 
 def _sum_squares_inputs(dtypes: list[torch.dtype], scale_dtype: torch.dtype | None):
-    """xs (and scale, or None) in those dtypes, leaves that require grad."""
-    xs = [torch.tensor(values).to(dtype).requires_grad_() for values, dtype in zip(_SUM_SQUARES_VALUES, dtypes)]
+    """xs (and scale, or None) in those dtypes, leaves that require grad; values beyond a float8 dtype's range at its
+    largest (float8_e4m3fnuz's is 240)."""
+    def in_range(values: list[float], dtype: torch.dtype) -> torch.Tensor:
+        largest = torch.finfo(dtype).max if dtype.is_floating_point and dtype.itemsize == 1 else math.inf
+        return torch.tensor(values).clamp(-largest, largest).to(dtype)
+
+    xs = [in_range(values, dtype).requires_grad_() for values, dtype in zip(_SUM_SQUARES_VALUES, dtypes)]
     scale = None if scale_dtype is None else torch.tensor(_SUM_SQUARES_SCALE).to(scale_dtype).requires_grad_()
     return xs, scale
 
@@ -3755,9 +3763,10 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
         if scale is not None:
             rights.append(("scale", scale, sum(x.detach().double() ** 2 for x in xs)))
         for name, tensor, right in rights:
-            right = right.to(tensor.dtype).double()  # as autograd casts a gradient (float8_e4m3fn's largest is 448)
+            # As autograd casts a gradient: float8_e4m3fn's largest is 448, and beyond float8_e4m3fnuz's, 240, is NaN.
+            right = right.to(tensor.dtype).double()
             if tensor.grad is None or not torch.allclose(tensor.grad.double(), right,
-                                                         rtol=_SUM_SQUARES_RTOL[tensor.dtype]):
+                                                         rtol=_SUM_SQUARES_RTOL[tensor.dtype], equal_nan=True):
                 return (f"{where}: the gradient of {name} is {None if tensor.grad is None else _values(tensor.grad)}, "
                         f"right {_values(right)}")
         return None

@@ -601,6 +601,11 @@ def schema(path: Path) -> Result:
                             "FunctionSchema.is_backward_compatible_with tells it from the task's, torch.compile "
                             "refuses an operator that writes a float, and a set shared with a tensor makes torch's "
                             "alias checks warn (lesson 01, aliasing)")
+        elif have.alias_info and any(name.startswith("$") for name in have.alias_info.before_set):
+            problems.append(f"`{want.name}`'s annotation names no alias set (`Tensor!`): torch gives it a set of its "
+                            f"own ({', '.join(sorted(have.alias_info.before_set))}), which it leaves after the call, "
+                            "a promise the operator does not keep; an annotation names its set by a letter (lesson "
+                            "01, aliasing)")
         elif have.alias_info and have.alias_info.after_set != have.alias_info.before_set:
             problems.append(f"`{want.name}`'s annotation says that after the call it belongs to another alias set "
                             f"({', '.join(sorted(have.alias_info.after_set))}): a promise the operator does not keep, "
@@ -1510,7 +1515,8 @@ def fallthrough(path: Path) -> Result:
             return Result(False, "\n".join(problems) + hint)
         outlived = ("your fallthrough outlives the Library you were given: once `lib` is destroyed, count_odd's "
                     "Autograd keys still fall through. A registration lives as long as the Library it went into, and "
-                    "only that Library can remove it (lesson 05, section 7, says the same of register_autocast); "
+                    "only that Library can remove it (lesson 02, section 4: a _scoped_library removes its "
+                    "registrations when its `with` ends; lesson 05, section 7, says the same of register_autocast); "
                     "registrations made when the file is imported change the dispatcher before anyone asks.")
         library._destroy()
         if trace.dispatch_table(op) != before:
@@ -2311,7 +2317,9 @@ def inplace_autograd(path: Path) -> Result:
         if not torch.equal(z, torch.ones(3)):
             problems.append("under torch.no_grad() add_ no longer adds")
         elif z._version == 0:
-            problems.append("under torch.no_grad() add_ wrote into z, and z's version counter did not move")
+            problems.append("under torch.no_grad() add_ wrote into z, and z's version counter did not move: the "
+                            "ADInplaceOrView kernel given here hands the call on and bumps nothing, so every call's "
+                            "bump is forward's own, a call that records no graph too")
         if not problems and (told := _exported(lambda x, other: op(x.clone(), other) * 2,
                                                torch.randn(3, requires_grad=True), torch.randn(3))):
             problems.append(told)
@@ -2332,8 +2340,9 @@ def inplace_autograd(path: Path) -> Result:
                                 "Conjugate key, which x does not): the CPU kernel received other still conjugated "
                                 "lazily, its Conjugate fallback skipped: the keyset handed on lacked other's keys. A "
                                 "kernel that reads memory, as csrc's do, then adds c where conj(c) was given")
-        if not problems and (told := _above_autograd_once(
-                library, "add_", lambda: add_ones("cpu"), "add_(zeros that require grad, cloned, ones)", torch.ones(3))):
+        if not problems and (told := _above_autograd_once(library, "add_", lambda: add_ones("cpu"),
+                                                          "add_(zeros that require grad, cloned, ones)",
+                                                          torch.ones(3))):
             problems.append(told)
     hint = "\nLook again at lesson 03, section 4 (in-place operators and gradients)." if problems else ""
     return Result(not problems, "\n".join(problems) + hint if problems else "both inputs get their gradients, and "
@@ -3106,11 +3115,13 @@ def redispatch(path: Path) -> Result:
                 except RuntimeError as error:
                     frames = traceback.extract_tb(error.__traceback__)
                     if any(frame.filename == str(path) for frame in frames):  # in the reader's file: in backward
+                        advice = ("Backward wrote into the gradient it was handed (here an expanded tensor: one "
+                                  "memory location for all its elements), which it does not own: other nodes of the "
+                                  "graph may hold it too" if "written-to tensor" in str(error) else
+                                  "On such a tensor, backward must not read what it lacks (sizes, strides, a layout's "
+                                  "operators): torch operations on the gradient it receives are all it needs")
                         return Result(False, f"on {what}: backward from the output to x: your backward raised "
-                                             f"{_raised(error, path)}. On such a tensor, backward must not read "
-                                             "what it lacks (sizes, strides, a layout's operators): torch "
-                                             "operations on the gradient it receives are all it needs (lesson 04, "
-                                             "section 1)")
+                                             f"{_raised(error, path).rstrip('.')}. {advice} (lesson 04, section 1)")
                     return Result(False, f"on {what}: backward from the output to x failed: "
                                          f"{str(error).splitlines()[0][:160]}. The output must be linked to x by "
                                          f"autograd (lesson 04, section 1).\nLook again at {_PASSING_ON}")
@@ -3416,7 +3427,7 @@ def register_autocast(path: Path) -> Result:
                 return f"inside autocast, mm2 on inputs that require grad: the gradient of a is {a.grad.tolist()}"
             return None
 
-        # Seven calls in one region, the first as the task's model makes it, and one its kernel refuses; one after the
+        # Calls in one region, the first as the task's model makes it, and ones its kernel refuses; one after the
         # region; then one in a second region, after a write into a float32 weight the first region cast.
         weight32 = weight.float()
         parameter = weight.float().requires_grad_()  # a leaf that requires grad: what cached_cast keeps in a region
@@ -3443,7 +3454,14 @@ def register_autocast(path: Path) -> Result:
                        or mixed_refused("inside autocast", activation, weight.double())
                        or call("inside autocast, an empty float32 activation (0 x 3: no proposals found, an empty "
                                "last batch)", torch.randn(0, 3), weight, torch.bfloat16)
-                       or mixed_refused("inside autocast", activation.double(), weight32.detach()))
+                       or mixed_refused("inside autocast", activation.double(), weight32.detach())
+                       or next(filter(None, (call(f"inside autocast, a {str(dtype).removeprefix('torch.')} weight "
+                                                  "(floating point, so eligible)", activation, weight.to(dtype),
+                                                  torch.bfloat16)
+                                             for dtype in (torch.float8_e5m2, torch.float8_e4m3fnuz,
+                                                           torch.float8_e8m0fnu))), None)
+                       or next(filter(None, (call("inside autocast", activation.to(dtype), weight.to(dtype), dtype)
+                                             for dtype in (torch.int8, torch.uint8, torch.complex128))), None))
             with_grad_out = None if problem else op(*with_grad)
         problem = problem or gradient(*with_grad, with_grad_out)
         problem = problem or call("after the autocast region", activation, weight32, torch.float32)
@@ -3663,8 +3681,9 @@ def _sum_squares_inputs(dtypes: list[torch.dtype], scale_dtype: torch.dtype | No
     """xs (and scale, or None) in those dtypes, leaves that require grad; values beyond a float8 dtype's range at its
     largest (float8_e4m3fnuz's is 240)."""
     def in_range(values: list[float], dtype: torch.dtype) -> torch.Tensor:
-        largest = torch.finfo(dtype).max if dtype.is_floating_point and dtype.itemsize == 1 else math.inf
-        return torch.tensor(values).clamp(-largest, largest).to(dtype)
+        if dtype.is_floating_point and dtype.itemsize == 1:
+            return torch.tensor(values).clamp(-torch.finfo(dtype).max, torch.finfo(dtype).max).to(dtype)
+        return torch.tensor(values).to(dtype)
 
     xs = [in_range(values, dtype).requires_grad_() for values, dtype in zip(_SUM_SQUARES_VALUES, dtypes)]
     scale = None if scale_dtype is None else torch.tensor(_SUM_SQUARES_SCALE).to(scale_dtype).requires_grad_()

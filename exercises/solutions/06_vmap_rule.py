@@ -13,8 +13,9 @@ at all, over any strides, an empty batch, empty rows, matrices with no rows, flo
 require grad, one batched and the other shared by every example (their gradients through the result), and vmap of vmap,
 and counts the kernel's calls and the rows each takes; it keeps a first call's result while it makes a second; it also
 hands it inputs the kernel refuses for each example (two shapes, two dtypes, three dimensions, one or none, batched or
-not; in an empty batch too), and calls it again on an input written in between (in place, and through `.data`). After
-each call, a refused one too, the thread's state (grad mode, the dispatch key sets) must be as it was.
+not; in an empty batch too), which the rule refuses with a RuntimeError, as the kernel does, and calls it again on an
+input written in between (in place, and through `.data`). After each call, a refused one too, the thread's state (grad
+mode, the dispatch key sets) must be as it was.
 """
 
 import torch

@@ -5149,14 +5149,33 @@ def _layer_cost_settings() -> dict:
             "autograd's anomaly detection (torch.autograd.set_detect_anomaly)": torch.is_anomaly_enabled(),
             "Python's warning filters (warnings.filters)": list(warnings.filters),
             _HOOKS: (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile()),
-            _ENVIRONMENT: {name: value for name, value in os.environ.items() if name != _SET_BY_TORCH}}
+            _ENVIRONMENT: {name: value for name, value in _c_environment().items() if name != _SET_BY_TORCH}}
+
+
+def _c_environment() -> dict[str, str]:
+    """The process's environment as the C library holds it, which the processes it starts inherit: os.environ's
+    changes reach it, and so does os.putenv, which os.environ never sees. os.environ where the C library's `environ`
+    cannot be read."""
+    import ctypes
+    import os
+
+    try:
+        entries = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+    except (OSError, ValueError):
+        return dict(os.environ)
+    environment, index = {}, 0
+    while entries[index] is not None:
+        name, _, value = os.fsdecode(entries[index]).partition("=")
+        environment[name] = value
+        index += 1
+    return environment
 
 
 # torch writes TORCHINDUCTOR_CACHE_DIR itself the first time it reads it (torch/_inductor/runtime/cache_dir_utils.py,
 # cache_dir()), when torch._dynamo or torch._inductor is imported, say: not the answer's setting.
 _SET_BY_TORCH = "TORCHINDUCTOR_CACHE_DIR"
-_ENVIRONMENT = ("the process's environment variables (os.environ: every process it starts inherits them, and "
-                "OMP_NUM_THREADS sets a DataLoader worker's or a subprocess's torch threads)")
+_ENVIRONMENT = ("the process's environment variables (os.environ, os.putenv: every process it starts inherits them, "
+                "and OMP_NUM_THREADS sets a DataLoader worker's or a subprocess's torch threads)")
 _HOOKS = ("the interpreter's trace and profile functions, the process's and those threading gives new threads "
           "(sys.settrace, sys.setprofile: a debugger's, coverage's, a profiler's)")
 
@@ -5181,7 +5200,7 @@ _LAYER_COST_FIRST = ("torch's threads", "the process's priority (os.nice)",
                      "cuDNN's benchmark and deterministic flags (torch.backends.cudnn)",
                      "torch's deterministic algorithms (torch.use_deterministic_algorithms)",
                      "float32 matmul precision (torch.set_float32_matmul_precision)",
-                     "autograd's anomaly detection (torch.autograd.set_detect_anomaly)")
+                     "autograd's anomaly detection (torch.autograd.set_detect_anomaly)", _ENVIRONMENT)
 
 
 def _layer_cost_in_threads(answer) -> str | None:
@@ -5552,9 +5571,11 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
     if (cpus := settings["the CPUs the process may run on (os.sched_setaffinity)"]) is not None:
         os.sched_setaffinity(0, cpus)
     environment = settings[_ENVIRONMENT]
-    for name in [name for name in os.environ if name not in environment and name != _SET_BY_TORCH]:
-        del os.environ[name]
-    os.environ.update(environment)
+    for name in [name for name in _c_environment() if name not in environment and name != _SET_BY_TORCH]:
+        os.environ.pop(name, None)
+        os.unsetenv(name)  # set by os.putenv, which os.environ never saw
+    for name, value in environment.items():
+        os.environ[name] = value  # and os.putenv: a value os.putenv changed is set back too
 
 
 @exercise("07.layer_cost", "hard")

@@ -583,8 +583,10 @@ def schema(path: Path) -> Result:
                 want.has_default_value() and have.default_value != want.default_value):
             problems.append(f"`{want.name}`'s default is wrong or missing")
         if have.kwarg_only != want.kwarg_only:
-            problems.append(f"`{want.name}` {'can only' if want.kwarg_only else 'cannot only'} be passed by keyword in "
-                            "the task, and your schema says otherwise (lesson 01, the grammar table)")
+            problems.append(f"`{want.name}` can only be passed by keyword in the task (after `*`), and your schema "
+                            "lets it be passed by position (lesson 01, the grammar table)" if want.kwarg_only else
+                            f"`{want.name}` can be passed by position in the task, and your schema makes it "
+                            "keyword-only (after `*`) (lesson 01, the grammar table)")
         written = bool(have.alias_info and have.alias_info.is_write)
         if have.alias_info and (len(have.alias_info.before_set) != 1 or "*" in have.alias_info.before_set):
             sets = "the wildcard set `*`" if "*" in have.alias_info.before_set else (
@@ -1773,7 +1775,16 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                                           "add_(y, other) inside torch.no_grad() (an optimizer's step; forward mode "
                                           "does not depend on grad mode), y = x.clone(), x of tangent [1, 1, 1] and "
                                           "other of tangent [5, 5, 5]", 6.0,
-                                          "AddInPlace")):
+                                          "AddInPlace")
+                         # Complex tangents: d(x + other) is dx + d(other), nothing conjugated (conjugation is
+                         # backward's, for a complex gradient).
+                         or _tangent_kept(lambda make_dual: op(
+                                              make_dual(torch.ones(3, dtype=torch.complex128),
+                                                        torch.full((3,), 1 - 1j, dtype=torch.complex128)).clone(),
+                                              make_dual(torch.full((3,), 2.0, dtype=torch.complex128),
+                                                        torch.full((3,), 2 + 3j, dtype=torch.complex128))),
+                                          "y = x.clone(), x complex of tangent [1-1j, 1-1j, 1-1j], and other complex of "
+                                          "tangent [2+3j, 2+3j, 2+3j], add_(y, other)", 3 + 2j, "AddInPlace")):
         problems.append(told)
     return problems
 
@@ -2054,7 +2065,7 @@ def _in_no_grad(call):
     return made_in_no_grad
 
 
-def _tangent_kept(call, given: str, want: float, function: str) -> str | None:
+def _tangent_kept(call, given: str, want: complex, function: str) -> str | None:
     """`call(make_dual)`, made inside a dual level (forward-mode AD, torch.autograd.forward_ad), returns a tensor whose
     tangent must be `want` in every element, or the call refuses (`function` has no jvp, and Function.apply says so).
     The kernels below autograd, like C++ ones, carry no tangent: a call that goes below autograd past `function` drops
@@ -2077,7 +2088,7 @@ def _tangent_kept(call, given: str, want: float, function: str) -> str | None:
         return (f"on {given}: a tangent the caller gave went from {changed[0].tolist()} to {changed[1].tolist()}: the "
                 "jvp wrote into the tangent it was handed, which is the caller's (the input's own, read again by "
                 "the next call and by anything else that asks for it). A jvp computes a new tangent from it")
-    if tangent is None or not torch.equal(tangent, torch.full((3,), want)):
+    if tangent is None or not torch.equal(tangent, torch.full((3,), want, dtype=tangent.dtype)):
         shown = "None" if tangent is None else tangent.tolist()
         return (f"on {given} (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp), the output's tangent is "
                 f"{shown}, where it is [{want:g}, {want:g}, {want:g}]. Either {function}'s jvp computes another "
@@ -4395,9 +4406,18 @@ def fake_kernel(path: Path) -> Result:
             with FakeTensorMode():
                 return op(torch.empty((), device="cuda"), torch.empty(()))
 
+        def zero_dim_cpu_and_meta():  # the CPU one first
+            return op(torch.empty(()), torch.empty((), device="meta"))
+
+        def zero_dim_cpu_and_cuda():
+            with FakeTensorMode():
+                return op(torch.empty(()), torch.empty((), device="cuda"))
+
         for what, call in (("a meta and a CPU tensor", meta_and_cpu), ("fake tensors on cuda:0 and cuda:1", two_gpus),
                            ("a 0-dim meta and a 0-dim CPU tensor", zero_dim_meta_and_cpu),
-                           ("a 0-dim fake tensor on cuda and a 0-dim one on the CPU", zero_dim_cuda_and_cpu)):
+                           ("a 0-dim fake tensor on cuda and a 0-dim one on the CPU", zero_dim_cuda_and_cpu),
+                           ("a 0-dim CPU tensor and a 0-dim meta one", zero_dim_cpu_and_meta),
+                           ("a 0-dim fake tensor on the CPU and a 0-dim one on cuda", zero_dim_cpu_and_cuda)):
             try:
                 call()
             except Exception as error:  # noqa: BLE001 - refused: as the real kernel refuses, said below

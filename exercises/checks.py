@@ -321,9 +321,13 @@ def walk(path: Path) -> Result:
             except Exception as error:  # noqa: BLE001 - the reader's walk may raise anything: said with its call
                 return Result(False, f"{what}: your walk raised {_raised(error, path)}\nLook again at {where_to_look}")
             actual = call_path(op, *args, **kwargs)
-            # A walk that went on past its end (unless the table changed since it was read).
+            # A walk that went on past its end (unless the table changed since it was read): said by what ended it,
+            # unless the walk went on at another key than the one with no entry (BackendSelect computed another).
             if len(yours) > len(actual) and yours[:len(actual)] == actual and where_to_look is not changed:
-                where_to_look = _walk_end(trace.predict(op, *args, **kwargs))
+                steps = trace.predict(op, *args, **kwargs)
+                missing = next((step.key for step in steps if step.status == "missing"), None)
+                if missing is None or yours[len(actual)] == missing:
+                    where_to_look = _walk_end(steps)
         result = compare_paths(yours, actual, where_to_look)
         return result if result.passed else Result(False, f"{what}: {result.diagnosis}")
 
@@ -1033,7 +1037,11 @@ def composite_key(path: Path) -> Result:
                                   torch.empty(3, device="meta"), nullcontext),
                                  ("an empty meta tensor", torch.empty(0, 2, device="meta"), nullcontext),
                                  ("a 0-d meta tensor", torch.empty((), device="meta"), nullcontext),
-                                 ("inside torch.inference_mode()", torch.randn(3), torch.inference_mode)]:
+                                 ("inside torch.inference_mode()", torch.randn(3), torch.inference_mode),
+                                 # A size-1 dimension's stride is the input's own (a slice, as_strided): torch's
+                                 # elementwise output recomputes it, and it decides the output's memory format.
+                                 ("a channels_last CPU tensor whose size-1 dimension has a stride of its own",
+                                  torch.randn(24).as_strided((2, 4, 3, 1), (12, 1, 4, 2)), nullcontext)]:
             given = x.clone()
             before = _process_state()
             try:
@@ -1272,7 +1280,8 @@ def _outer_in_threads(outer) -> str | None:
     now_doing("calling outer from four threads at once")
     if wrong := _first_wrong_in_threads(trace, (2, 5, 9, 13)):
         return (f"called from four threads at once, on meta tensors, your Meta kernel gave a wrong shape ({wrong}): "
-                "something in it is shared between calls (a static variable?), and calls in two threads overwrite it")
+                "something in it is shared between calls (a static variable?), and calls in two threads overwrite it. "
+                "Each call's output is computed from that call's inputs alone (lesson 02, section 2: the Meta layer)")
     return None
 
 
@@ -4113,7 +4122,8 @@ def _sum_squares_in_threads(op) -> str | None:
     now_doing("calling sum_squares from four threads at once")
     if wrong := _first_wrong_in_threads(calls, (1.0, 2.0, 3.0, 4.0)):
         return (f"four threads, each in its own region, calling at once: {wrong}: something in your kernel is "
-                "shared between calls (a static variable?), and two threads' calls overwrite it")
+                "shared between calls (a static variable?), and two threads' calls overwrite it. Each call casts its "
+                "own inputs (lesson 05, section 2)")
     return None
 
 

@@ -5173,6 +5173,8 @@ def _layer_cost_settings() -> dict:
             "whether denormal numbers flush to zero (torch.set_flush_denormal)": _flushes_denormals(),
             "cuDNN's benchmark and deterministic flags (torch.backends.cudnn)": (
                 torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic),
+            _ONEDNN: (torch.backends.mkldnn.enabled, torch.backends.mkldnn.deterministic),
+            _LOGGER_LEVELS: _logger_levels(),
             "torch's deterministic algorithms (torch.use_deterministic_algorithms)": (
                 torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
             "float32 matmul precision (torch.set_float32_matmul_precision)": torch.get_float32_matmul_precision(),
@@ -5180,6 +5182,19 @@ def _layer_cost_settings() -> dict:
             "Python's warning filters (warnings.filters)": list(warnings.filters),
             _HOOKS: (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile()),
             _ENVIRONMENT: {name: value for name, value in _c_environment().items() if name != _SET_BY_TORCH}}
+
+
+_ONEDNN = "oneDNN's flags (torch.backends.mkldnn: which CPU convolution kernels a call runs)"
+_LOGGER_LEVELS = "the levels of Python's loggers (logging.getLogger(name).setLevel)"
+
+
+def _logger_levels() -> dict[str, int]:
+    """Each logger's own level where one is set (the root's too): a logger made since, its level unset, changes
+    nothing."""
+    import logging
+
+    return {name: logger.level for name, logger in [("", logging.root), *logging.root.manager.loggerDict.items()]
+            if isinstance(logger, logging.Logger) and logger.level != logging.NOTSET}
 
 
 def _c_environment() -> dict[str, str]:
@@ -5230,7 +5245,8 @@ _LAYER_COST_FIRST = ("torch's threads", "the process's priority (os.nice)",
                      "cuDNN's benchmark and deterministic flags (torch.backends.cudnn)",
                      "torch's deterministic algorithms (torch.use_deterministic_algorithms)",
                      "float32 matmul precision (torch.set_float32_matmul_precision)",
-                     "autograd's anomaly detection (torch.autograd.set_detect_anomaly)", _ENVIRONMENT)
+                     "autograd's anomaly detection (torch.autograd.set_detect_anomaly)", _ENVIRONMENT, _ONEDNN,
+                     _LOGGER_LEVELS)
 
 
 def _layer_cost_in_threads(answer) -> str | None:
@@ -5495,16 +5511,29 @@ def _layer_cost_same(name: str, old, new) -> bool:
 def _layer_cost_differing(before: dict, after: dict) -> str | None:
     """Which of the settings `before` names differ `after` (with both values where they say something), or None."""
     names = [name for name in before if not _layer_cost_same(name, before[name], after[name])]
-    if _ENVIRONMENT in names:  # which variables, not the whole environment
-        old, new = before[_ENVIRONMENT], after[_ENVIRONMENT]
-        variables = sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
-        return f"{_ENVIRONMENT} changed: " + ", ".join(f"{name} ({old.get(name, 'unset')} to {new.get(name, 'unset')})"
-                                                      for name in variables)
+    for named in (_ENVIRONMENT, _LOGGER_LEVELS):  # which variables or loggers, not the whole dict
+        if named in names:
+            old, new = before[named], after[named]
+            which = sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
+            return f"{named} changed: " + ", ".join(
+                f"{_logger_named(name) if named == _LOGGER_LEVELS else name} ({_level_named(named, old.get(name))} to "
+                f"{_level_named(named, new.get(name))})" for name in which)
     return ", ".join(f"{name} changed" + (f" ({before[name]} to {after[name]})" if name in (
         "garbage collection", "the collector's thresholds", "torch's threads", "the process's priority (os.nice)",
         "the interpreter's thread switch interval (sys.setswitchinterval)",
         "the CPUs the process may run on (os.sched_setaffinity)",
         "the levels of log messages switched off (logging.disable)") else "") for name in names) or None
+
+
+def _logger_named(name: str) -> str:
+    return f"logging.getLogger({name!r})" if name else "the root logger"
+
+
+def _level_named(setting: str, value) -> str:
+    """An environment variable's value, or a logger's level by its name (ERROR for 40); 'unset' for none."""
+    import logging
+
+    return "unset" if value is None else logging.getLevelName(value) if setting == _LOGGER_LEVELS else value
 
 
 def _layer_cost_settings_changed(answer, first: dict) -> str | None:
@@ -5594,6 +5623,12 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
     torch.set_flush_denormal(settings["whether denormal numbers flush to zero (torch.set_flush_denormal)"])
     torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = settings[
         "cuDNN's benchmark and deterministic flags (torch.backends.cudnn)"]
+    torch.backends.mkldnn.enabled, torch.backends.mkldnn.deterministic = settings[_ONEDNN]
+    import logging
+
+    levels = settings[_LOGGER_LEVELS]
+    for name in _logger_levels():
+        logging.getLogger(name or None).setLevel(levels.get(name, logging.NOTSET))
     enabled, warn_only = settings["torch's deterministic algorithms (torch.use_deterministic_algorithms)"]
     torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
     torch.set_float32_matmul_precision(settings["float32 matmul precision (torch.set_float32_matmul_precision)"])
@@ -5741,11 +5776,12 @@ def layer_cost(path: Path) -> Result:
     # layer that exists only inside the caller's autocast region.
     timer = FakeTimer(0.4, seed=10)
 
-    def cudnn_flags():  # which convolution kernels a call runs (on a GPU)
-        cudnn = torch.backends.cudnn
-        return cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32
+    def convolution_flags():  # which convolution kernels a call runs (cuDNN's on a GPU, oneDNN's on the CPU)
+        cudnn, onednn = torch.backends.cudnn, torch.backends.mkldnn
+        return (cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, onednn.enabled,
+                onednn.deterministic)
 
-    callers_cudnn, callers_dtype = cudnn_flags(), torch.get_default_dtype()
+    callers_convolutions, callers_dtype = convolution_flags(), torch.get_default_dtype()
     callers_fallback = torch._C._get_autograd_fallback_mode()  # what an operator without autograd kernel costs
     # How many threads the call may use, and how often Python lets another thread run: a layer's work in parallel,
     # and the caller's other threads, as the caller has them.
@@ -5765,7 +5801,8 @@ def layer_cost(path: Path) -> Result:
     def in_the_region(time):  # 5 µs more where the call runs otherwise than the caller makes it
         return lambda: time() + (0.0 if torch.is_autocast_enabled("cpu") and torch.is_grad_enabled()
                                  and not torch.is_inference_mode_enabled() and torch.is_anomaly_enabled()
-                                 and cudnn_flags() == callers_cudnn and torch.get_default_dtype() == callers_dtype
+                                 and convolution_flags() == callers_convolutions
+                                 and torch.get_default_dtype() == callers_dtype
                                  and recording in _get_current_dispatch_mode_stack()
                                  and torch.is_autocast_cache_enabled() and torch._C._is_torch_function_enabled()
                                  and torch._C._get_autograd_fallback_mode() == callers_fallback
@@ -5778,10 +5815,10 @@ def layer_cost(path: Path) -> Result:
         return Result(False, f"called inside an autocast region with anomaly detection on, with a timer whose call "
                              f"runs differently outside them: you report {_shown(measured)}, where the layer costs "
                              "0.40 µs: the timers ran where the caller's state (the region, grad mode, anomaly "
-                             "detection, cuDNN's flags, the default dtype, a TorchDispatchMode, autocast's cast cache, "
-                             "__torch_function__, the autograd fallback's mode, guards) is not, in another thread, or "
-                             "with a setting changed (torch's threads, Python's thread switch interval)? A timer times "
-                             "a call as the caller would make it, on the caller's thread")
+                             "detection, cuDNN's and oneDNN's flags, the default dtype, a TorchDispatchMode, autocast's "
+                             "cast cache, __torch_function__, the autograd fallback's mode, guards) is not, in another "
+                             "thread, or with a setting changed (torch's threads, Python's thread switch interval)? A "
+                             "timer times a call as the caller would make it, on the caller's thread")
     changed = _layer_cost_settings_changed(answer, first)
     if changed and changed.startswith(("a timer raised", "a timer was interrupted")):
         return Result(False, changed)

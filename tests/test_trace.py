@@ -183,6 +183,7 @@ def test_a_quantized_factory_call_on_meta_is_predicted_at_quantized_meta():
 @pytest.mark.parametrize("layout, dtype, device, backend", [
     (torch.strided, None, "meta", "Meta"), (torch.sparse_coo, None, "meta", "SparseMeta"),
     (torch.strided, torch.qint8, "cpu", "QuantizedCPU"), (torch._mkldnn, None, "cpu", "MkldnnCPU"),
+    (torch.sparse_csr, None, "cpu", "SparseCsrCPU"), (torch.sparse_bsc, None, "meta", "SparseCsrMeta"),
     # c10::computeDispatchKey gives MAIA, FPGA and Vulkan no Quantized key: a quantized factory there is dense.
     (torch.strided, torch.qint8, "maia", "MAIA"), (torch.strided, torch.qint8, "fpga", "FPGA")])
 def test_a_factory_call_goes_from_backend_select_to_the_backend_of_its_arguments(layout, dtype, device, backend):

@@ -185,7 +185,10 @@ def test_a_quantized_factory_call_on_meta_is_predicted_at_quantized_meta():
     (torch.strided, torch.qint8, "cpu", "QuantizedCPU"), (torch._mkldnn, None, "cpu", "MkldnnCPU"),
     (torch.sparse_csr, None, "cpu", "SparseCsrCPU"), (torch.sparse_bsc, None, "meta", "SparseCsrMeta"),
     # c10::computeDispatchKey gives MAIA, FPGA and Vulkan no Quantized key: a quantized factory there is dense.
-    (torch.strided, torch.qint8, "maia", "MAIA"), (torch.strided, torch.qint8, "fpga", "FPGA")])
+    (torch.strided, torch.qint8, "maia", "MAIA"), (torch.strided, torch.qint8, "fpga", "FPGA"),
+    (torch.strided, torch.qint8, "vulkan", "Vulkan"),
+    # A quantized dtype picks the Quantized key with the strided layout only: a sparse one keeps its Sparse key.
+    (torch.sparse_coo, torch.qint8, "cpu", "SparseCPU")])
 def test_a_factory_call_goes_from_backend_select_to_the_backend_of_its_arguments(layout, dtype, device, backend):
     # A kernel of ours at that backend, for one of aten's factory functions: it runs only if BackendSelect's kernel
     # hands the call on to the backend the device, layout and dtype arguments name.
@@ -205,7 +208,8 @@ def test_a_factory_call_goes_from_backend_select_to_the_backend_of_its_arguments
 
 
 @pytest.mark.parametrize("layout, device", [(torch.sparse_coo, "maia"), (torch.sparse_coo, "vulkan"),
-                                            (torch.sparse_csr, "fpga"), (torch._mkldnn, "meta")])
+                                            (torch.sparse_csr, "fpga"), (torch._mkldnn, "meta"),
+                                            (torch._mkldnn, "maia")])
 def test_a_factory_call_whose_layout_its_device_lacks_ends_at_backend_select(layout, device):
     # c10::computeDispatchKey refuses a sparse or mkldnn layout on a device without that key: BackendSelect's kernel
     # raises, and the walk ends there, with no key below it tried (not even one found missing).

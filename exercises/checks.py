@@ -144,6 +144,7 @@ def _walk_cases():
     conjugated = torch.randn(2, 2, dtype=torch.complex64).conj()  # lazily: it carries the Conjugate key
     with torch.inference_mode():
         frozen = torch.randn(3, 4)  # no autograd key
+
     walk = ("lesson 00, 'Underneath trace.call': the keyset's three terms, and what the walk does at a fallthrough and "
             "at a backend key.")
     sets = ("lesson 00, section 2 (thread-local state): what the include and exclude sets hold here and now, and "
@@ -330,6 +331,9 @@ def walk(path: Path) -> Result:
                     where_to_look = _walk_end(steps)
         result = compare_paths(yours, actual, where_to_look)
         return result if result.passed else Result(False, f"{what}: {result.diagnosis}")
+
+    def meta_excluded():
+        return torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Meta))
 
     x = torch.randn(3, requires_grad=True)
     # An operator that is not aten's, with a math kernel registered from Python, in a file whose name says
@@ -528,6 +532,12 @@ def walk(path: Path) -> Result:
         ("aten::empty.memory_format([2, 2], layout=torch.sparse_csc, device=\"vulkan\") (asked, not called)",
          torch.ops.aten.empty.memory_format, ([2, 2],), nullcontext, _BACKEND_SELECT,
          {"layout": torch.sparse_csc, "device": "vulkan"}),
+        # The exclude set at BackendSelect's kernel: torchgen's subtracts it where the operator takes tensors
+        # (c10::impl::computeDispatchKeySet), and hands a factory's computed key on as it is.
+        ("aten::_to_copy(y, device=\"meta\") with Meta in the thread's exclude set (torch._C._ExcludeDispatchKeyGuard)",
+         torch.ops.aten._to_copy.default, (torch.ones(3),), meta_excluded, _BACKEND_SELECT_TENSORS, {"device": "meta"}),
+        ("aten::empty.memory_format([2], device=\"meta\") with Meta in the thread's exclude set: a factory, no tensor "
+         "argument", torch.ops.aten.empty.memory_format, ([2],), meta_excluded, _BACKEND_SELECT, {"device": "meta"}),
     ]:
         if not (result := walked(*case)).passed:
             return result
@@ -539,7 +549,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 37} calls walked as the dispatcher walks them, five of them again after "
+    return Result(True, f"all {len(cases) + 39} calls walked as the dispatcher walks them, five of them again after "
                         "a registration changed; none of them made")
 
 
@@ -1277,7 +1287,8 @@ def _outer_in_threads(outer) -> str | None:
                 return f"{(n, n + 1)} and {(n + 2,)} gave {shape}"
         return None
 
-    now_doing("calling outer from four threads at once")
+    now_doing("calling outer from four threads at once (a crash here alone: something every call shares, a static "
+              "variable?)")
     if wrong := _first_wrong_in_threads(trace, (2, 5, 9, 13)):
         return (f"called from four threads at once, on meta tensors, your Meta kernel gave a wrong shape ({wrong}): "
                 "something in it is shared between calls (a static variable?), and calls in two threads overwrite it. "
@@ -1792,8 +1803,8 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                                                         torch.full((3,), 1 - 1j, dtype=torch.complex128)).clone(),
                                               make_dual(torch.full((3,), 2.0, dtype=torch.complex128),
                                                         torch.full((3,), 2 + 3j, dtype=torch.complex128))),
-                                          "y = x.clone(), x complex of tangent [1-1j, 1-1j, 1-1j], and other complex of "
-                                          "tangent [2+3j, 2+3j, 2+3j], add_(y, other)", 3 + 2j, "AddInPlace")):
+                                          "y = x.clone(), x complex of tangent [1-1j, 1-1j, 1-1j], and other complex "
+                                          "of tangent [2+3j, 2+3j, 2+3j], add_(y, other)", 3 + 2j, "AddInPlace")):
         problems.append(told)
     return problems
 
@@ -4119,7 +4130,8 @@ def _sum_squares_in_threads(op) -> str | None:
                     return f"{out[0].item():g} where the sum of squares is {expected[0].item():g}"
         return None
 
-    now_doing("calling sum_squares from four threads at once")
+    now_doing("calling sum_squares from four threads at once (a crash here alone: something every call shares, a "
+              "static variable?)")
     if wrong := _first_wrong_in_threads(calls, (1.0, 2.0, 3.0, 4.0)):
         return (f"four threads, each in its own region, calling at once: {wrong}: something in your kernel is "
                 "shared between calls (a static variable?), and two threads' calls overwrite it. Each call casts its "
@@ -5815,10 +5827,10 @@ def layer_cost(path: Path) -> Result:
         return Result(False, f"called inside an autocast region with anomaly detection on, with a timer whose call "
                              f"runs differently outside them: you report {_shown(measured)}, where the layer costs "
                              "0.40 µs: the timers ran where the caller's state (the region, grad mode, anomaly "
-                             "detection, cuDNN's and oneDNN's flags, the default dtype, a TorchDispatchMode, autocast's "
-                             "cast cache, __torch_function__, the autograd fallback's mode, guards) is not, in another "
-                             "thread, or with a setting changed (torch's threads, Python's thread switch interval)? A "
-                             "timer times a call as the caller would make it, on the caller's thread")
+                             "detection, cuDNN's and oneDNN's flags, the default dtype, a TorchDispatchMode, "
+                             "autocast's cast cache, __torch_function__, the autograd fallback's mode, guards) is not, "
+                             "in another thread, or with a setting changed (torch's threads, Python's thread switch "
+                             "interval)? A timer times a call as the caller would make it, on the caller's thread")
     changed = _layer_cost_settings_changed(answer, first)
     if changed and changed.startswith(("a timer raised", "a timer was interrupted")):
         return Result(False, changed)
@@ -5971,6 +5983,8 @@ def load_before_aoti(path: Path) -> Result:
         racing[0].parent.mkdir()
         for n, release in enumerate(racing):
             _padded_package(models[n % 2][1], release, size, fill=bytes([n + 21]))
+        retiring = Path(elsewhere) / "retiring.pt2"  # a release of its own, to be removed once served
+        _padded_package(models[0][1], retiring, size, fill=bytes([31]))
         program = f"""
             import json, os, shutil, sys, types, torch
 
@@ -6044,6 +6058,7 @@ def load_before_aoti(path: Path) -> Result:
                     return os.stat_result(tuple(real[:7]) + tuple(seconds), extra)
                 return coarse
 
+            folder_stat = os.stat  # the file system's own times, for the folders run() must not write in
             os.stat, os.lstat, os.fstat = whole_seconds(os.stat), whole_seconds(os.lstat), whole_seconds(os.fstat)
             # AOTInductor's loader, which deploys a release over the file it loads once it has read it, when asked.
             import torch._inductor
@@ -6130,6 +6145,22 @@ def load_before_aoti(path: Path) -> Result:
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
             python_imported = python_settings()
+            # run() writes nothing beside the release it is given (a read-only volume, an image's layer): the folder
+            # its name gives, and the one it resolves to, keep their times to the nanosecond through the call.
+            given_run, wrote_beside = answer.run, []
+
+            def run_watched(model_pt2, x):
+                folders = {{os.path.dirname(os.path.abspath(model_pt2)), os.path.dirname(os.path.realpath(model_pt2))}}
+                before = {{folder: folder_stat(folder).st_mtime_ns for folder in folders}}
+                try:
+                    return given_run(model_pt2, x)
+                finally:
+                    if not wrote_beside and any(os.path.isdir(folder) and folder_stat(folder).st_mtime_ns != time
+                                                for folder, time in before.items()):
+                        wrote_beside.append(None)
+                        print("WROTE BESIDE", json.dumps(os.path.basename(os.fspath(model_pt2))), flush=True)
+
+            answer.run = run_watched
             print("IMPORTED", json.dumps({{"state": [found, process_state()],
                                           "python": [what for what, was in python_found.items()
                                                      if python_imported[what] != was],
@@ -6353,6 +6384,18 @@ def load_before_aoti(path: Path) -> Result:
             answer.run(flipping, x_first)
             answer.run(model_pt2, x)
             print("STILL NAMED", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
+            # A release retired (its file removed, the model behind it served by no other name): the next call on
+            # its name fails, and the model, which no name leads to now, goes with that call.
+            retired = os.path.join(os.path.dirname(model_pt2), "retired.pt2")
+            shutil.copyfile({str(retiring)!r}, retired)
+            answer.run(retired, x)
+            kept_before = models_mapped(kept_only=True)
+            os.remove(retired)
+            try:
+                answer.run(retired, x)
+            except Exception:  # noqa: BLE001 - a file that is gone: any refusal will do
+                pass
+            print("RETIRED", json.dumps({{"dropped": len(kept_before - models_mapped(kept_only=True))}}))
             # Twenty requests of new inputs, their outputs dropped: what run() keeps of them (a result cache that
             # never forgets) grows with every request a server serves.
             import gc
@@ -6484,12 +6527,13 @@ def load_before_aoti(path: Path) -> Result:
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, float16, no_grad, new_api, mapped,
      after_refusals,
-     another_name, refilled, still_named, in_turn, releases, linked, to_one_loaded, flipped, kept, raced,
+     another_name, refilled, still_named, retired, in_turn, releases, linked, to_one_loaded, flipped, kept, raced,
      read_raced, relative, many, python_settings) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "FLOAT16",
                      "NO GRAD", "NEW API",
-                     "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "IN TURN", "RELEASES",
+                     "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "RETIRED", "IN TURN",
+                     "RELEASES",
                      "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT", "RACED", "READ RACED", "RELATIVE", "MANY",
                      "PYTHON SETTINGS"))
     if imported and not imported[0]["grad_mode"]:
@@ -6497,6 +6541,11 @@ def load_before_aoti(path: Path) -> Result:
                              "or a torch.no_grad() entered and never left): from the import on, the caller's own code "
                              "(its training, say) records no graph. What a call needs, it sets around the call, and "
                              "sets back (lesson 00, section 2).")
+    if beside := [json.loads(line.removeprefix("WROTE BESIDE ")) for line in lines if line.startswith("WROTE BESIDE ")]:
+        return Result(False, f"in the fresh Python, run() on {beside[0]} wrote into the folder of the release it was "
+                             "given (a file made there, or removed): a release's folder may be read-only (a container "
+                             "image's layer, a volume mounted read-only), and two processes serving one file share "
+                             f"it. run() reads the release, and writes nothing beside it{hint}.")
     for call in done:
         what = f"run() on {_AOTI_CALLS[call['n']]}"
         if not call["same"][call["n"]]:
@@ -6666,6 +6715,11 @@ def load_before_aoti(path: Path) -> Result:
                              "stayed loaded, though no name the caller gives leads to it any more. A call that loads "
                              "nothing drops what no name leads to as well (a sweep only where a model is loaded?): a "
                              f"flip to a release served already is how a rollout ends.{hint}.")
+    if retired and not retired[0]["dropped"]:
+        return Result(False, "in the fresh Python, a release retired (run() on it, its file removed, then run() on its "
+                             "name again, which fails): its model stayed loaded, though no name the caller gives leads "
+                             "to it any more. The call on a name drops what that name led to, a call that fails "
+                             f"too.{hint}.")
     if still_named and still_named[0]["grew"]:
         what = ("run() on a file and on a link to it, then the link flipped to another release loaded already, then "
                 "run() on both names again")
@@ -7648,6 +7702,9 @@ def inplace_kernel(path: Path) -> Result:
 _HALF = (torch.float16, torch.bfloat16)
 
 
+_UPCAST_VIEWS = ("row_view", "first_row_counted")  # 10.upcast_mode's operators whose output is a view of x
+
+
 def _upcast_operators(received: list) -> torch.library.Library:
     """10.upcast_mode's operators, in namespace `exercise`: Python kernels at CPU that refuse float16 and bfloat16, and
     note the dtypes they receive in `received`."""
@@ -7684,6 +7741,11 @@ def _upcast_operators(received: list) -> torch.library.Library:
     def row_view(x, i):  # a view: it computes nothing, and takes any dtype
         received.append(("row_view", (x.dtype,)))
         return x[i]
+
+    def first_row_counted(x, count):  # a view of x that writes `count` too: its schema is no view's by torch's test
+        received.append(("first_row_counted", (x.dtype,)))
+        count.fill_(x.shape[1])
+        return x[0]
 
     def minmax_out(x, *, min, max):
         refusing("minmax_out", x, min, max)
@@ -7759,6 +7821,7 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("split_signs(Tensor x) -> (Tensor, Tensor)", split_signs, ()),
             ("take_rows(Tensor index, Tensor x) -> Tensor", take_rows, ()),
             ("row_view(Tensor(a) x, int i) -> Tensor(a)", row_view, ()),
+            ("first_row_counted(Tensor(a) x, Tensor(b!) count) -> Tensor(a)", first_row_counted, ()),
             ("minmax_out(Tensor x, *, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!), Tensor(b!))", minmax_out,
              (torch.Tag.out,)),
             ("scale_all_(Tensor(a!)[] xs, float s) -> ()", scale_all_, ()),
@@ -7851,6 +7914,9 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
         (f"take_rows(index, x) in {name}: an int64 index first, then x", lambda d: ((index, fresh(x, d)), {}),
          ops.take_rows, same),
         (f"row_view(x, 1) in {name}: a view of x", lambda d: ((fresh(x, d), 1), {}), ops.row_view, view_of_x),
+        (f"first_row_counted(x, count) in {name}: a view of x, and an int64 count written (OpOverload.is_view is "
+         "False: an argument is written)", lambda d: ((fresh(x, d), torch.zeros((), dtype=torch.int64)), {}),
+         ops.first_row_counted, view_of_x),
         (f"torch.mm(a, b.t()) in {name}: one of aten's", lambda d: ((fresh(a, d), fresh(b.t(), d)), {}), torch.mm,
          same),
         (f"fp32_only(a, b) in {name}, both transposed", lambda d: ((fresh(a, d).t(), fresh(b, d).t()), {}),
@@ -8238,10 +8304,10 @@ def upcast_mode(path: Path) -> Result:
                 if _get_current_dispatch_mode_stack():
                     return Result(False, f"{what}: a mode is still on the stack after the `with` block: {hint}")
                 half_seen = [name for name, dtypes in received if any(d in _HALF for d in dtypes)
-                             and name != "row_view"]
+                             and name not in _UPCAST_VIEWS]
                 if half_seen:
                     return Result(False, f"{what}: {half_seen[0]}'s kernel received a {half} tensor{hint}")
-                if received and received[0][0] == "row_view" and received[0][1] != (half,):
+                if received and received[0][0] in _UPCAST_VIEWS and received[0][1] != (half,):
                     return Result(False, f"{what}: the view operator's kernel received {received[0][1][0]}, a copy "
                                          "of x: its output is a view of the copy, and shares no memory with the "
                                          f"caller's x. An operator whose output aliases an input runs as it is{hint}")

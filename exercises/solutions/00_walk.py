@@ -14,15 +14,16 @@ wraps in a tensor of its own; a tensor given for an int argument brings no keys)
 torch.inference_mode(), torch.autocast("cpu"), torch.device("meta") and after torch.set_default_device("meta"), a
 TorchDispatchMode that hands each call on (what a mode such as FakeTensorMode does with a call is its own Python code:
 lesson 10), torch._C._AutoDispatchBelowADInplaceOrView(), Meta in the thread's include set
-(torch._C._IncludeDispatchKeyGuard, as FakeTensorMode runs a kernel; a factory too), a level of torch.func.vmap (as
-torch.func's transforms enter; aten::linear and binary_cross_entropy_with_logits too, and the batched tensor vmap hands
-a function) and torch's Python dispatcher (torch._dispatch.python.enable_python_dispatcher(), as torch.compile's tracing
-enters: its key is listed once, at the top), each alone, and for five calls made again after a registration changed
-their tables (one of them aten's; one after a library was destroyed and another registered; one after a backend fallback
-was registered, for every operator; one after a library was garbage-collected). Asking must not make the call. (Autocast
-inside a mode or a vmap level is not asked: there, autocast's kernel calls the operator anew, and the keys above it run
-a second time, lesson 00, section 4; a walk down one keyset, as trace.predict's, lists them once. Nor is an operator's
-own BackendSelect kernel, as prims' factories register from Python: it computes the call itself, lesson 00, section 2.)
+(torch._C._IncludeDispatchKeyGuard, as FakeTensorMode runs a kernel; a factory too) and in its exclude set (a factory
+too), a level of torch.func.vmap (as torch.func's transforms enter; aten::linear and binary_cross_entropy_with_logits
+too, and the batched tensor vmap hands a function) and torch's Python dispatcher
+(torch._dispatch.python.enable_python_dispatcher(), as torch.compile's tracing enters: its key is listed once, at the
+top), each alone, and for five calls made again after a registration changed their tables (one of them aten's; one after
+a library was destroyed and another registered; one after a backend fallback was registered, for every operator; one
+after a library was garbage-collected). Asking must not make the call. (Autocast inside a mode or a vmap level is not
+asked: there, autocast's kernel calls the operator anew, and the keys above it run a second time, lesson 00, section 4;
+a walk down one keyset, as trace.predict's, lists them once. Nor is an operator's own BackendSelect kernel, as prims'
+factories register from Python: it computes the call itself, lesson 00, section 2.)
 """
 
 import torch

@@ -25,12 +25,13 @@ it checks each output (a tensor the caller can use as any other), the refusals, 
 the inter-op threads, whether denormal numbers flush to zero, float32 matmul precision, deterministic algorithms (their
 warn-only mode too) and the random number generator's state are as they were after each call and after your file is
 imported (the caller sets the number of threads after the import), that Python's warning filters and the loggers' levels
-are as they were before the import, both after it and once the calls are done, that the calls grow neither the temporary
-folder, nor the home folder (where a cache would go), nor the models the process keeps loaded (a model that no name the
-caller gives leads to any more, an old release behind a flipped link, is dropped by the next call on that name at the
-latest), nor load a file's model again while the file is unchanged (after a request the package refused, or given by
-another name: a symbolic or a hard link to it; a model's library stays mapped after the model is dropped), and that
-nothing was loaded from the workbook's build folder.
+are as they were before the import, both after it and once the calls are done, that the calls write nothing in a
+release's folder, and grow neither the temporary folder, nor the home folder (where a cache would go), nor the models
+the process keeps loaded (a model that no name the caller gives leads to any more, an old release behind a flipped link
+or a release whose file was removed, is dropped by the next call on that name at the latest, a call that fails too), nor
+load a file's model again while the file is unchanged (after a request the package refused, or given by another name: a
+symbolic or a hard link to it; a model's library stays mapped after the model is dropped), and that nothing was loaded
+from the workbook's build folder.
 """
 
 import hashlib
@@ -55,6 +56,8 @@ def _model(model_pt2: str):
     in place keeps its name, often its size, and (cp -p, rsync -t) its time. Loading at each call would map the
     model's library anew each time, and a library stays mapped after its model is dropped. One model per contents:
     a file given by two names (a link to it) is loaded once, and a model goes when no name leads to its contents."""
+    if not os.path.exists(model_pt2):  # a release retired: the name leads nowhere now, and its model goes (open raises)
+        _LOADED.pop(os.path.abspath(model_pt2), None)
     with open(model_pt2, "rb") as file:
         data = file.read()
     contents = hashlib.sha256(data).hexdigest()

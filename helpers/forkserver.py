@@ -163,7 +163,10 @@ def nested(preload: tuple[str, ...]) -> str | None:
             _NESTED[preload] = server, address
             return address
         server.close()
-    folder = tempfile.mkdtemp(prefix="workbook-nested-")
+    # Beside the session's socket, where there is one: the test session removes that folder at its end, however the
+    # process that made this one exits.
+    session_folder = os.path.dirname(os.environ[VARIABLE])
+    folder = tempfile.mkdtemp(prefix="workbook-nested-", dir=session_folder if os.path.isdir(session_folder) else None)
     address = os.path.join(folder, "socket")
     program = (f"from helpers import forkserver\n"
                f"forkserver._serve({address!r}, {list(preload)!r}, until_stdin_closes=False, huge_pages=False)")
@@ -239,7 +242,11 @@ def _serve(address: str, preload: list[str], until_stdin_closes: bool = True, hu
     while True:
         clients = {connection.fileno(): pidfd for pidfd, (connection, *_) in children.items() if pidfd not in killed}
         ready, _, _ = select.select([listener, *lifeline, *children, *clients], [], [])
-        if sys.stdin in ready:  # closed: the test session is over
+        if sys.stdin in ready:  # closed: the test session is over, and so are the children still running
+            for pidfd, (_, pid, folder) in children.items():  # a nested server among them: it never ends by itself
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                shutil.rmtree(folder, ignore_errors=True)
             os.unlink(address)
             os._exit(0)  # at once: no interpreter teardown (a second, with torch loaded)
         for fd in ready:

@@ -212,6 +212,20 @@ def test_with_fork_0_every_fresh_process_is_a_new_python(monkeypatch):
     assert gone(child.pid, within=1)  # killed and reaped by close()
 
 
+@with_the_sessions_server
+def test_a_server_that_stops_ends_its_children_too(tmp_path):
+    # A nested server (the checks') never ends by itself: the session's server, stopping, kills what still runs, and
+    # removes each child's temporary folder.
+    address = str(tmp_path / "socket")
+    server = forkserver.start(address, preload=())
+    child = forkserver.spawn("import time; time.sleep(60)", {**os.environ, "TMPDIR": str(tmp_path)}, os.getcwd(), 1, 2,
+                             address=address)
+    server.stdin.close()
+    assert server.wait(timeout=10) == 0
+    assert gone(child.pid, within=1) and list(tmp_path.iterdir()) == []
+    child.close()
+
+
 def test_a_server_that_is_gone_is_bypassed(monkeypatch, tmp_path):
     # A variable inherited from a test session that ended: a new Python runs the program, nothing to decode.
     monkeypatch.setenv(forkserver.VARIABLE, str(tmp_path / "socket"))

@@ -17,9 +17,10 @@ a test session that ended), spawn() starts a new Python instead.
 A child is what `python -c program` would be once the modules in PRELOAD are imported: a process of its own (a crash
 ends only the child), with the caller's environment, working directory, stdout and stderr (tests/test_forkserver.py
 compares the two). One difference: its $TMPDIR is a folder of its own, removed when it exits (_start says why), so a
-program hands a file to its caller where the caller says, not in tempfile's folder. The server imports nothing of the workbook and runs nothing itself: it holds no OpenMP threads
-that a fork would break. (A nested server imports the modules it is asked for, which start no thread either:
-tests/test_forkserver.py.) It forks each child itself, and waits for them all in one loop, without a thread.
+program hands a file to its caller where the caller says, not in tempfile's folder. The server imports nothing of the
+workbook and runs nothing itself: it holds no OpenMP threads that a fork would break. (A nested server imports the
+modules it is asked for, which start no thread either: tests/test_forkserver.py.) It forks each child itself, and
+waits for them all in one loop, without a thread; when its session ends, it kills the children still running.
 
 Protocol, over a Unix socket: the client sends two file descriptors (the files that become the child's stdout and
 stderr), then a JSON line (program, environment, working directory); it reads back the child's pid, then its return

@@ -4421,25 +4421,22 @@ def fake_kernel(path: Path) -> Result:
             with FakeTensorMode():
                 return op(torch.empty(3, 4, device="cuda:0"), torch.empty(3, 4, device="cuda:1"))
 
-        def zero_dim_meta_and_cpu():  # fake tensors let a 0-dim CPU tensor join another device's; torch.stack does not
-            return op(torch.empty((), device="meta"), torch.empty(()))
-
-        def zero_dim_cuda_and_cpu():
-            with FakeTensorMode():
-                return op(torch.empty((), device="cuda"), torch.empty(()))
-
-        def zero_dim_cpu_and_meta():  # the CPU one first
-            return op(torch.empty(()), torch.empty((), device="meta"))
-
-        def zero_dim_cpu_and_cuda():
-            with FakeTensorMode():
-                return op(torch.empty(()), torch.empty((), device="cuda"))
+        def zero_dim_beside_cpu(device: str, cpu_first: bool):
+            """A 0-dim tensor on `device` (fake on cuda) and a 0-dim CPU one, in either order: fake tensors let a
+            0-dim CPU tensor join another device's; torch.stack does not."""
+            def call():
+                with FakeTensorMode() if device == "cuda" else nullcontext():
+                    other, cpu = torch.empty((), device=device), torch.empty(())
+                    return op(cpu, other) if cpu_first else op(other, cpu)
+            return call
 
         for what, call in (("a meta and a CPU tensor", meta_and_cpu), ("fake tensors on cuda:0 and cuda:1", two_gpus),
-                           ("a 0-dim meta and a 0-dim CPU tensor", zero_dim_meta_and_cpu),
-                           ("a 0-dim fake tensor on cuda and a 0-dim one on the CPU", zero_dim_cuda_and_cpu),
-                           ("a 0-dim CPU tensor and a 0-dim meta one", zero_dim_cpu_and_meta),
-                           ("a 0-dim fake tensor on the CPU and a 0-dim one on cuda", zero_dim_cpu_and_cuda)):
+                           ("a 0-dim meta and a 0-dim CPU tensor", zero_dim_beside_cpu("meta", False)),
+                           ("a 0-dim fake tensor on cuda and a 0-dim one on the CPU",
+                            zero_dim_beside_cpu("cuda", False)),
+                           ("a 0-dim CPU tensor and a 0-dim meta one", zero_dim_beside_cpu("meta", True)),
+                           ("a 0-dim fake tensor on the CPU and a 0-dim one on cuda",
+                            zero_dim_beside_cpu("cuda", True))):
             try:
                 call()
             except Exception as error:  # noqa: BLE001 - refused: as the real kernel refuses, said below
@@ -5625,6 +5622,7 @@ def _layer_cost_settings_changed(answer, first: dict) -> str | None:
 def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None:
     """Back to what the check found, whatever the answer left: the check's own later cases run as usual."""
     import gc
+    import logging
     import os
     import sys
 
@@ -5636,8 +5634,6 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
     torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = settings[
         "cuDNN's benchmark and deterministic flags (torch.backends.cudnn)"]
     torch.backends.mkldnn.enabled, torch.backends.mkldnn.deterministic = settings[_ONEDNN]
-    import logging
-
     levels = settings[_LOGGER_LEVELS]
     for name in _logger_levels():
         logging.getLogger(name or None).setLevel(levels.get(name, logging.NOTSET))

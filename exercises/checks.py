@@ -2411,6 +2411,10 @@ _CUBE_SAMPLES = [
     ("float16, a large gradient from above (a loss scaled for float16, as GradScaler scales it)",
      [0.1, -0.5, 2.0, -0.7], [30000.0, 30000.0, 1.0, 32768.0], torch.float16),
     ("bfloat16, beyond float16's range (3x^2 is 270000 at x = 300)", [300.0, -2.0], [1.0, 0.5], torch.bfloat16),
+    # A scaled loss whose gradient overflows: inf is what GradScaler looks for, to skip the step and lower its scale.
+    ("float16, a scaled gradient from above that overflows (inf), and an infinite x", [40.0, float("inf"), 0.5],
+     [16384.0, 1.0, 16384.0], torch.float16),
+    ("bfloat16, a gradient past its range (inf)", [1e19, -2.0], [1000.0, 1.0], torch.bfloat16),
 ]
 # Each dtype's own precision, with room for rounding order.
 _CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
@@ -2470,6 +2474,10 @@ def _cube_samples(cube) -> str | None:
             return (f"{what}d/dx at {_values(before)}: yours is off by {error:.1e} of the right value: the precision "
                     "of float32, not of x's float64. gradcheck's tolerance lets that pass; a gradient computed in "
                     "another dtype than x's loses what float64 is for (lesson 04, section 2: why float64).")
+        if (expected.isinf() & grad.isfinite()).any():
+            return diagnosis + ("\nA gradient past the dtype's range is infinite, as torch's own x ** 3 gives it: a "
+                                "GradScaler (torch.amp) looks for inf to skip that step and lower its scale, and a "
+                                "finite stand-in makes the optimizer step on a wrong gradient.")
         if i > 0:
             return diagnosis + ("\nRight on the first sample, wrong on this one: a formula must hold at every x, 0 and "
                                 "the ends of the dtype's range included, and gradcheck only tries the inputs it is "
@@ -3678,6 +3686,8 @@ _SUM_SQUARES_IN_REGION = [
     ("inside autocast, xs in float8_e4m3fn (floating point, so eligible)", [torch.float8_e4m3fn] * 2, None, _F32),
     ("inside autocast, xs in float8_e4m3fnuz (floating point, so eligible)", [torch.float8_e4m3fnuz] * 2, None, _F32),
     ("inside autocast, xs in float8_e8m0fnu (floating point, so eligible)", [torch.float8_e8m0fnu] * 2, None, _F32),
+    ("inside autocast, xs and scale in float16 (a bfloat16 region's other 16-bit dtype)", [_F16, _F16], _F16, _F32),
+    ("inside autocast, xs and scale in float8_e4m3fn", [torch.float8_e4m3fn] * 2, torch.float8_e4m3fn, _F32),
 ]
 _SUM_SQUARES_AFTER_REGION = ("after the region, bfloat16 inputs", [_BF16, _BF16], _BF16, _BF16)
 _SUM_SQUARES = "exercise05.sum_squares.default"
@@ -4749,7 +4759,11 @@ def vmap_rule(path: Path) -> Result:
                  "rows, though there is none (torch's own (x * y).sum(1) refuses them under vmap)",
                  torch.randn(0, 2, 3), torch.randn(0, 4, 3), (0, 0)),
                 ("x and y [4], both batched in dimension 0: examples of no dimension (0-dim)",
-                 torch.randn(4), torch.randn(4), (0, 0))]:
+                 torch.randn(4), torch.randn(4), (0, 0)),
+                ("x [4, 1, 6] batched in dimension 0 and y [6] with no batch: examples of one row against a vector",
+                 torch.randn(4, 1, 6), torch.randn(6), (0, None)),
+                ("x [6] with no batch and y [4, 1, 6] batched in dimension 0: a vector against examples of one row",
+                 torch.randn(6), torch.randn(4, 1, 6), (None, 0))]:
             try:
                 out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
             except Exception as error:  # noqa: BLE001 - refused, as each example's call is

@@ -8635,6 +8635,11 @@ def dynamic_fake(path: Path) -> Result:
                                             raise_exception=False)
             if failed := next(((test, outcome) for test, outcome in results.items() if outcome != "SUCCESS"), None):
                 first = str(failed[1]).strip().splitlines()[0][:240] if str(failed[1]).strip() else ""
+                if failed[0] == "test_faketensor" and first.startswith("Expected cond to be True"):
+                    # torch._check's message, and that of a symbol's bounds checked against the real size
+                    first = ("torch raised \"Expected cond to be True, but got False\": a condition your fake kernel "
+                             "states (a torch._check, or a min= or max= on the output's size) is false here, where "
+                             f"the real kernel returns {x[x > 0].numel()} elements")
                 return Result(False, f"on {what}: opcheck's {failed[0]} failed: {first}{hint}")
 
 

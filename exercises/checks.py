@@ -1220,6 +1220,11 @@ def _meta_difference(real: torch.Tensor, fake: torch.Tensor, inputs: tuple[torch
         return (f"your kernel returns a tensor at offset {fake.storage_offset()} of its storage; the CPU kernel's is "
                 f"at {real.storage_offset()}: compiled code plans memory by the fake's (opcheck's test_faketensor "
                 "compares it too)")
+    if fake._is_view() and not real._is_view():
+        return ("your kernel returns a view (of a tensor it made itself: its ._base is set), where the CPU kernel "
+                "returns a tensor of its own: autograd treats a view's in-place update otherwise (under "
+                "requires_grad, out.mul_(2) is refused on meta and runs on CPU), so what is traced on meta or fake "
+                "tensors is not what runs")
     return None
 
 
@@ -3206,6 +3211,21 @@ def redispatch(path: Path) -> Result:
                                  "returned has no history, though it depends on v: it was computed where autograd does "
                                  "not see it (below autograd, or detached), so its own derivative is lost. A backward "
                                  "built of torch operations is differentiable by itself (lesson 04, section 1)")
+        # Its derivative taken, not only its history looked at: once_differentiable gives a history that refuses it.
+        try:
+            (with_respect_to_v,) = torch.autograd.grad(grad.sum(), v, allow_unused=True)
+        except RuntimeError as error:
+            return Result(False, "backward with create_graph=True and an output gradient v that requires grad, then "
+                                 "the derivative of x's gradient with respect to v (what "
+                                 "torch.autograd.functional.jvp computes): RuntimeError: "
+                                 f"{str(error).splitlines()[0][:200]}. Backward must stay differentiable: a backward "
+                                 "built of torch operations is, by itself (lesson 04, section 1)")
+        if with_respect_to_v is None or not torch.equal(with_respect_to_v, torch.full((3,), 2.0)):
+            found = "none" if with_respect_to_v is None else with_respect_to_v.tolist()
+            return Result(False, "backward with create_graph=True and an output gradient v that requires grad: the "
+                                 f"derivative of x's gradient (2 * v) with respect to v is {found}, where it is "
+                                 "[2.0, 2.0, 2.0]: backward's result does not record how it depends on v (lesson 04, "
+                                 "section 1)")
         # A gradient of another layout than x's (a sparse one for a dense x, as an embedding's arrives): whatever
         # backward runs, it runs on the gradient's own keys, never on x's.
         x = values.clone().requires_grad_()
@@ -6506,6 +6526,21 @@ def load_before_aoti(path: Path) -> Result:
             print("MANY", json.dumps({{"grew": (grew := len(models_mapped()) - before + loads_stood_in[0] - stood_in),
                                       "same": same}}))
             stop_unless(grew == 0 and same)
+            # A release torn over a served one (a copy cut off halfway: a full disk, a deploy killed): the call on
+            # its name fails, and the model served before, which that name no longer leads to, goes with that call.
+            torn = os.path.join({str(elsewhere)!r}, "torn", "model.pt2")
+            release_of_its_own({str(retiring)!r}, torn, "torn")
+            answer.run(torn, x)
+            kept_before = models_mapped(kept_only=True)
+            with python_open(torn, "rb") as file:
+                whole = file.read()
+            with python_open(torn, "wb") as file:
+                file.write(whole[:len(whole) // 2])
+            try:
+                answer.run(torn, x)
+            except Exception:  # noqa: BLE001 - a package cut off halfway: any refusal will do
+                pass
+            print("TORN", json.dumps({{"dropped": len(kept_before - models_mapped(kept_only=True))}}))
             python_now = python_settings()
             print("PYTHON SETTINGS", json.dumps({{"changed": [what for what, was in python_found.items()
                                                            if python_now[what] != was]}}))
@@ -6538,14 +6573,14 @@ def load_before_aoti(path: Path) -> Result:
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, float16, no_grad, new_api, mapped,
      after_refusals,
      another_name, refilled, still_named, retired, in_turn, releases, linked, to_one_loaded, flipped, kept, raced,
-     read_raced, relative, many, python_settings) = (
+     read_raced, relative, many, torn, python_settings) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "FLOAT16",
                      "NO GRAD", "NEW API",
                      "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "RETIRED", "IN TURN",
                      "RELEASES",
                      "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT", "RACED", "READ RACED", "RELATIVE", "MANY",
-                     "PYTHON SETTINGS"))
+                     "TORN", "PYTHON SETTINGS"))
     if imported and not imported[0]["grad_mode"]:
         return Result(False, "in the fresh Python, importing your file turned grad mode off (torch.set_grad_enabled, "
                              "or a torch.no_grad() entered and never left): from the import on, the caller's own code "
@@ -6806,6 +6841,12 @@ def load_before_aoti(path: Path) -> Result:
                              "process, which decides which of the caller's warnings and log records show (and "
                              "torch's: the warnings of deterministic algorithms' warn-only mode among them) in "
                              f"everything it runs after. run() changes nothing but its output.{hint}.")
+    if torn and not torn[0]["dropped"]:
+        return Result(False, "in the fresh Python, a release torn over a served one (run() on it, then its file cut "
+                             "off halfway, as a copy a full disk or a killed deploy leaves, then run() on its name "
+                             "again, which fails): the model served before stayed loaded, though the name leads to "
+                             "other contents now. The call on a name drops what that name led to, a call that fails "
+                             f"too.{hint}.")
     if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
         return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:

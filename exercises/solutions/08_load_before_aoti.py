@@ -66,7 +66,10 @@ def _model(model_pt2: str):
     if same is not None:
         _LOADED[path] = same
     if path not in _LOADED or _LOADED[path][0] != contents:
+        # What the name led to goes first: a release torn over it (a copy cut off halfway) fails to load, and the
+        # old model, which no name leads to then, must not stay behind that failure.
+        _LOADED.pop(path, None)
         # From the bytes just hashed, not the file again: a release deployed over it meanwhile would be loaded, and
-        # known by the old release's contents. The old model, if any, is dropped.
+        # known by the old release's contents.
         _LOADED[path] = contents, torch._inductor.aoti_load_package(io.BytesIO(data))
     return _LOADED[path][1]

@@ -20,10 +20,11 @@ too, and the batched tensor vmap hands a function) and torch's Python dispatcher
 (torch._dispatch.python.enable_python_dispatcher(), as torch.compile's tracing enters: its key is listed once, at the
 top), each alone, and for five calls made again after a registration changed their tables (one of them aten's; one after
 a library was destroyed and another registered; one after a backend fallback was registered, for every operator; one
-after a library was garbage-collected). Asking must not make the call. (Autocast inside a mode or a vmap level is not
-asked: there, autocast's kernel calls the operator anew, and the keys above it run a second time, lesson 00, section 4;
-a walk down one keyset, as trace.predict's, lists them once. Nor is an operator's own BackendSelect kernel, as prims'
-factories register from Python: it computes the call itself, lesson 00, section 2.)
+after a library was garbage-collected). Asking must not make the call, and a call the dispatcher refuses (a key of its
+keyset with no kernel) is answered too: with the keys whose kernels run before the refusal. (Autocast inside a mode or a
+vmap level is not asked: there, autocast's kernel calls the operator anew, and the keys above it run a second time,
+lesson 00, section 4; a walk down one keyset, as trace.predict's, lists them once. Nor is an operator's own
+BackendSelect kernel, as prims' factories register from Python: it computes the call itself, lesson 00, section 2.)
 """
 
 import torch

@@ -2839,12 +2839,23 @@ def _cube_large_grad_output_untouched(cube) -> str | None:
 def _cube_process_state(cube) -> str | None:
     """cube and its backward leave the process's settings as they found them."""
     x = torch.tensor([1e-20, 0.5, -2.0], requires_grad=True)
-    before = _process_state()
-    torch.autograd.grad(cube(x), x, torch.ones(3))
-    if changed := _process_state_changed(before):
-        return (f"after cube(x) and its backward, {changed} was not as before: a setting that outlives the call, "
-                "so everything that runs after it runs changed (a gradient of float32 x = 1e-20 is 3e-40, which "
-                "flushing makes 0). What a kernel or a backward changes, it sets back (lesson 00, section 2)")
+    # Twice: as the process starts, then for a caller that flushes denormal numbers to zero (for speed), which a
+    # backward that turns flushing off for itself must give back.
+    for flushing in (False, True):
+        if flushing and not torch.set_flush_denormal(True):  # a CPU without the flag: nothing more to try
+            break
+        try:
+            before = _process_state()
+            torch.autograd.grad(cube(x), x, torch.ones(3))
+            changed = _process_state_changed(before)
+        finally:
+            torch.set_flush_denormal(False)
+        if changed:
+            caller = " for a caller that flushes denormal numbers to zero (torch.set_flush_denormal(True))"
+            return (f"after cube(x) and its backward{caller if flushing else ''}, {changed} was not as before: a "
+                    "setting that outlives the call, so everything that runs after it runs changed (a gradient of "
+                    "float32 x = 1e-20 is 3e-40, which flushing makes 0). What a kernel or a backward changes, it "
+                    "sets back (lesson 00, section 2)")
     return None
 
 
@@ -3446,15 +3457,20 @@ def register_autocast(path: Path) -> Result:
         def refused(where: str) -> str | None:
             """Calls mm2's CPU kernel refuses, with a RuntimeError and with a ValueError: each error passes through
             the reader's kernel, which must leave the thread's state as it found it."""
-            for shapes, error in (([2, 3], [4, 5]), "RuntimeError"), (([3], [3, 2]), "ValueError"):
+            for shapes, error in (([2, 3], [4, 5]), RuntimeError), (([3], [3, 2]), ValueError):
                 try:
                     op(*(torch.randn(shape) for shape in shapes))
                 except _StateLeft as left:
                     return (f"{where}, a call mm2's CPU kernel refuses (shapes {shapes[0]} and {shapes[1]}), its "
-                            f"{error} raised through your kernel: what is set by hand and unset by hand stays set "
-                            f"when an error skips the line that unsets it. {left}")
-                except (RuntimeError, ValueError):
-                    pass
+                            f"{error.__name__} raised through your kernel: what is set by hand and unset by hand "
+                            f"stays set when an error skips the line that unsets it. {left}")
+                except (RuntimeError, ValueError) as raised:
+                    if not isinstance(raised, error):  # a caller's `except ValueError` must still catch it
+                        return (f"{where}, a call mm2's CPU kernel refuses (shapes {shapes[0]} and {shapes[1]}) with "
+                                f"a {error.__name__}: the caller got a {type(raised).__name__} instead, so its "
+                                f"`except {error.__name__}` no longer catches it inside autocast. An Autocast kernel "
+                                "casts; what the kernel below raises passes through it as it is (lesson 05, "
+                                "section 7)")
             return None
 
         def mixed_refused(where: str, a, b) -> str | None:
@@ -7389,6 +7405,9 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             to(images[:1].contiguous()), to(images[1:].contiguous()),
             to(torch.zeros(1, 3, 2, 2).contiguous(memory_format=torch.channels_last))),
         _MUL_BY_ZERO: lambda to: (to(torch.tensor([-1.0, math.inf, math.nan, 2.0])), torch.tensor(0.0), to(z[0, :4])),
+        "a `self` of every other element of a buffer (not dense) and a 1-element `out` carved where it starts: `out` "
+        "is not `self`, though it starts where `self` does, and is resized where it is": lambda to: (
+            (arena := to(torch.arange(6.0)))[::2], to(torch.full((3,), 2.0)), arena[:1]),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),

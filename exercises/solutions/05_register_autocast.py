@@ -7,15 +7,15 @@ registration must live in it, so that the check can remove it again (lesson 05, 
 region (float32 and bfloat16 inputs in either order, two float32 ones, a float32 and a float16 one, two float16 ones;
 two float64 ones and pairs of int64, int32, int16, int8, uint8, complex64 and complex128 ones, which autocast leaves as
 they are; a float32 and a float64 one; a float32 activation and a weight in each float8 dtype torch has; an empty
-activation; two calls its kernel refuses (a RuntimeError, a ValueError), one on inputs that require grad and one on a
-float32 parameter), once after it, in a second region after writing into a float32 weight and into the parameter (under
-no_grad, as an optimizer step does), in a third and a fourth after writes through `.data` (the fourth while an earlier
-output is kept), in a region of float16, in one without autocast's cast cache, in one under torch.no_grad() (an
-evaluation loop: no graph recorded), under a TorchDispatchMode entered then, in twenty regions on new inputs (nothing of
-them kept once the caller drops them), and after `lib` is destroyed and register() given a new Library (a test's
-fixture, a plugin reloaded); it records the dtypes its CPU kernel receives, compares the results and the gradients, and
-the thread's dispatch state and autocast's settings before and after each call and register() itself, and that the
-caller's tensors are left as they were.
+activation; two calls its kernel refuses (a RuntimeError, a ValueError: each must reach the caller as it was raised),
+one on inputs that require grad and one on a float32 parameter), once after it, in a second region after writing into a
+float32 weight and into the parameter (under no_grad, as an optimizer step does), in a third and a fourth after writes
+through `.data` (the fourth while an earlier output is kept), in a region of float16, in one without autocast's cast
+cache, in one under torch.no_grad() (an evaluation loop: no graph recorded), under a TorchDispatchMode entered then, in
+twenty regions on new inputs (nothing of them kept once the caller drops them), and after `lib` is destroyed and
+register() given a new Library (a test's fixture, a plugin reloaded); it records the dtypes its CPU kernel receives,
+compares the results and the gradients, and the thread's dispatch state and autocast's settings before and after each
+call and register() itself, and that the caller's tensors are left as they were.
 """
 
 import torch

@@ -14,8 +14,9 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
   returned it, and outputs come back laid out as the call lays them out (dense ones, as above);
 - an argument the operator writes (`Tensor(a!)`, alone or in a list: in place, or out=, whose buffers a kernel may
   resize; given in another place too, where the kernel reads what it wrote) holds the result afterwards, in its own
-  memory (so that its views, and the tensor it is a view of, see it), and an output that is that argument is the
-  caller's tensor itself, as it would be without the mode;
+  memory (so that its views, and the tensor it is a view of, see it) with its version counter moved (a backward that
+  saved it must refuse, as it does after the same call in float32 without the mode), and an output that is that argument
+  is the caller's tensor itself, as it would be without the mode;
 - an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view, or a list of them)
   runs as it is: a view of a float32 copy would share nothing with the caller's tensor; and so does one that changes
   an argument's view of memory in place (tagged torch.Tag.inplace_view: t_, as_strided_ and set_ among others);

@@ -8575,6 +8575,26 @@ def upcast_mode(path: Path) -> Result:
             return Result(False, f"fp32_only on two float16 tensors, in a project whose default dtype is float64 "
                                  f"(torch.set_default_dtype): the kernel received {got}: a float32 copy is float32, "
                                  f"whatever the default dtype{hint}")
+        # A write autograd must see: x saved by weight * x, then scale_(x). Without the mode, the kernel's own x.mul_
+        # moves x's version counter, and backward refuses the changed x; under a mode the kernel runs with every key
+        # above Python excluded, ADInplaceOrView among them, so its writes, and the mode's copy back into x, move
+        # nothing: a silent wrong gradient. (A float32 call, which the mode hands on as it is, loses its bump under any
+        # mode, one that only hands calls on too: not asked.)
+        for dtype in _HALF:
+            weight = torch.ones(3, dtype=dtype, requires_grad=True)
+            x = torch.tensor([1.0, 2.0, 3.0], dtype=dtype)
+            product = weight * x
+            before = x._version
+            with mode:
+                torch.ops.exercise.scale_(x, 3.0)
+            if x._version == before:
+                return Result(False, f"scale_(x, 3.0) on a {str(dtype).removeprefix('torch.')} x that autograd had "
+                                     "saved (weight * x, weight requiring grad): x's version counter did not move, "
+                                     "so product.sum().backward() runs on the new x and gives weight the gradient "
+                                     "[3, 6, 9]; the same call on a float32 x without the mode moves it (the kernel's "
+                                     "x.mul_ counts there), and backward refuses. While __torch_dispatch__ runs, which "
+                                     f"keys are excluded, and what does that make of a write?{hint}")
+            del product
     finally:
         library._destroy()
     return Result(True, "no kernel saw a float16 or bfloat16 tensor; outputs in the call's dtype (counts as they "

@@ -14,8 +14,9 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
   returned it, and outputs come back laid out as the call lays them out (dense ones, as above);
 - an argument the operator writes (`Tensor(a!)`, alone or in a list: in place, or out=, whose buffers a kernel may
   resize; given in another place too, where the kernel reads what it wrote) holds the result afterwards, in its own
-  memory (so that its views, and the tensor it is a view of, see it), and an output that is that argument is the
-  caller's tensor itself, as it would be without the mode;
+  memory (so that its views, and the tensor it is a view of, see it) with its version counter moved (a backward that
+  saved it must refuse, as it does after the same call in float32 without the mode), and an output that is that argument
+  is the caller's tensor itself, as it would be without the mode;
 - an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view, or a list of them)
   runs as it is: a view of a float32 copy would share nothing with the caller's tensor; and so does one that changes
   an argument's view of memory in place (tagged torch.Tag.inplace_view: t_, as_strided_ and set_ among others);
@@ -62,6 +63,21 @@ def _one_copy_each(given, sent):
                     if isinstance(original, torch.Tensor) else copy, given, sent)
 
 
+def _count_writes(schema, args, kwargs):
+    """Each tensor the schema marks written gets a bump of its version counter, which the kernel's writes no longer
+    give it: while __torch_dispatch__ runs, every key above Python is excluded, ADInplaceOrView among them (lesson 10,
+    section 1), and a backward that saved the tensor would run on the new values. Where a kernel above the mode bumps
+    it too (aten's in-place operators), the second bump is harmless: autograd compares a saved version with the
+    current one."""
+    for position, argument in enumerate(schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        given = args[position] if position < len(args) else kwargs.get(argument.name)
+        for tensor in [given] if isinstance(given, torch.Tensor) else list(given or []):
+            if isinstance(tensor, torch.Tensor) and not tensor.is_inference():  # an inference tensor has no counter
+                torch.autograd.graph.increment_version(tensor)
+
+
 class Upcast(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -73,7 +89,9 @@ class Upcast(TorchDispatchMode):
         views = (any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
                  or torch.Tag.inplace_view in func.tags)
         if not halves or views:
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            _count_writes(schema, args, kwargs)
+            return result
         (half,) = halves
         # The mode is off while this method runs: .float() and copy_ below go straight to their kernels.
         upcast_args, upcast_kwargs = tree_map(_float32, args), tree_map(_float32, kwargs)
@@ -101,6 +119,7 @@ class Upcast(TorchDispatchMode):
                     caller.copy_(copy)  # into the caller's own memory: its views, and its base, see it
                 originals[id(copy)] = caller  # a float32 one, not copied, too: returned as it is
 
+        _count_writes(schema, args, kwargs)  # what the kernel wrote before it raised counts too
         if raised is not None:
             raise raised
         # A dtype the call names (x.to(torch.float32), x.sum(dtype=torch.float32)) is its output's: kept.

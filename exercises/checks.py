@@ -3952,7 +3952,12 @@ def _sum_squares_scale_on_another_device(op) -> str | None:
             op, [torch.ones(4, dtype=_BF16), torch.ones(4, dtype=_BF16)], torch.ones(4, dtype=_BF16, device="meta"),
             "inside autocast on the CPU, bfloat16 xs on the CPU and a bfloat16 scale on the meta device",
             [_F32, _F32, _BF16], "only a tensor on the region's device is eligible, so a scale on another device (a "
-            "GPU's, inside a CPU region) goes down as it is")
+            "GPU's, inside a CPU region) goes down as it is") or _sum_squares_first_call_below(
+            op, [torch.ones(4, dtype=_BF16, device="meta"), torch.ones(4, dtype=_BF16, device="meta")],
+            torch.ones(4, dtype=_BF16), "inside autocast on the CPU, bfloat16 xs on the meta device and a bfloat16 "
+            "scale on the CPU", [_BF16, _BF16, _F32], "only a tensor on the region's device is eligible, whichever "
+            "device xs[0] is on: xs on another device (a GPU's, beside a CPU scale) go down as they are, and the CPU "
+            "scale is cast")
 
 
 def _sum_squares_empty_batch(op) -> str | None:
@@ -8595,6 +8600,26 @@ def upcast_mode(path: Path) -> Result:
                                      "x.mul_ counts there), and backward refuses. While __torch_dispatch__ runs, which "
                                      f"keys are excluded, and what does that make of a write?{hint}")
             del product
+        # The same for an out= buffer, and for an argument a kernel writes in part before it raises.
+        for dtype in _HALF:
+            for what, write in [
+                    ("mul_out(a, b, out=x)", lambda x: torch.ops.exercise.mul_out(torch.full((3,), 2.0, dtype=dtype),
+                                                                                  torch.ones(3, dtype=dtype), out=x)),
+                    ("fill_then_fail_(x) (it writes x[:2], then raises)", torch.ops.exercise.fill_then_fail_)]:
+                weight = torch.ones(3, dtype=dtype, requires_grad=True)
+                x = torch.tensor([1.0, 2.0, 3.0], dtype=dtype)
+                product = weight * x
+                before = x._version
+                with contextlib.suppress(RuntimeError), mode:  # fill_then_fail_'s own error
+                    write(x)
+                if x._version == before:
+                    return Result(False, f"{what} on a {str(dtype).removeprefix('torch.')} x that autograd had saved "
+                                         "(weight * x, weight requiring grad): x holds what was written, but its "
+                                         "version counter did not move, so product.sum().backward() runs on the new "
+                                         "values, a wrong gradient where the same call in float32 without the mode "
+                                         "makes backward refuse. Every argument the schema marks written counts, "
+                                         f"out= buffers and a call that raises included{hint}")
+                del product
     finally:
         library._destroy()
     return Result(True, "no kernel saw a float16 or bfloat16 tensor; outputs in the call's dtype (counts as they "

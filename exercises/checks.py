@@ -6435,18 +6435,21 @@ def load_before_aoti(path: Path) -> Result:
             answer.run(flipping, x_first)
             answer.run(model_pt2, x)
             print("STILL NAMED", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
+            def dropped_once_spoiled(name, spoil):  # run() on name, spoil(name), run() again: the models dropped
+                answer.run(name, x)
+                kept_before = models_mapped(kept_only=True)
+                spoil(name)
+                try:
+                    answer.run(name, x)
+                except Exception:  # noqa: BLE001 - a file gone or cut off: any refusal will do
+                    pass
+                return len(kept_before - models_mapped(kept_only=True))
+
             # A release retired (its file removed, the model behind it served by no other name): the next call on
             # its name fails, and the model, which no name leads to now, goes with that call.
             retired = os.path.join(os.path.dirname(model_pt2), "retired.pt2")
             shutil.copyfile({str(retiring)!r}, retired)
-            answer.run(retired, x)
-            kept_before = models_mapped(kept_only=True)
-            os.remove(retired)
-            try:
-                answer.run(retired, x)
-            except Exception:  # noqa: BLE001 - a file that is gone: any refusal will do
-                pass
-            print("RETIRED", json.dumps({{"dropped": len(kept_before - models_mapped(kept_only=True))}}))
+            print("RETIRED", json.dumps({{"dropped": dropped_once_spoiled(retired, os.remove)}}))
             # Twenty requests of new inputs, their outputs dropped: what run() keeps of them (a result cache that
             # never forgets) grows with every request a server serves.
             import gc
@@ -6549,19 +6552,13 @@ def load_before_aoti(path: Path) -> Result:
             stop_unless(grew == 0 and same)
             # A release torn over a served one (a copy cut off halfway: a full disk, a deploy killed): the call on
             # its name fails, and the model served before, which that name no longer leads to, goes with that call.
+            def cut_in_half(name):
+                with python_open(name, "r+b") as file:
+                    file.truncate(len(file.read()) // 2)
+
             torn = os.path.join({str(elsewhere)!r}, "torn", "model.pt2")
             release_of_its_own({str(retiring)!r}, torn, "torn")
-            answer.run(torn, x)
-            kept_before = models_mapped(kept_only=True)
-            with python_open(torn, "rb") as file:
-                whole = file.read()
-            with python_open(torn, "wb") as file:
-                file.write(whole[:len(whole) // 2])
-            try:
-                answer.run(torn, x)
-            except Exception:  # noqa: BLE001 - a package cut off halfway: any refusal will do
-                pass
-            print("TORN", json.dumps({{"dropped": len(kept_before - models_mapped(kept_only=True))}}))
+            print("TORN", json.dumps({{"dropped": dropped_once_spoiled(torn, cut_in_half)}}))
             python_now = python_settings()
             print("PYTHON SETTINGS", json.dumps({{"changed": [what for what, was in python_found.items()
                                                            if python_now[what] != was]}}))
@@ -8580,29 +8577,14 @@ def upcast_mode(path: Path) -> Result:
             return Result(False, f"fp32_only on two float16 tensors, in a project whose default dtype is float64 "
                                  f"(torch.set_default_dtype): the kernel received {got}: a float32 copy is float32, "
                                  f"whatever the default dtype{hint}")
-        # A write autograd must see: x saved by weight * x, then scale_(x). Without the mode, the kernel's own x.mul_
-        # moves x's version counter, and backward refuses the changed x; under a mode the kernel runs with every key
-        # above Python excluded, ADInplaceOrView among them, so its writes, and the mode's copy back into x, move
-        # nothing: a silent wrong gradient. (A float32 call, which the mode hands on as it is, loses its bump under any
-        # mode, one that only hands calls on too: not asked.)
-        for dtype in _HALF:
-            weight = torch.ones(3, dtype=dtype, requires_grad=True)
-            x = torch.tensor([1.0, 2.0, 3.0], dtype=dtype)
-            product = weight * x
-            before = x._version
-            with mode:
-                torch.ops.exercise.scale_(x, 3.0)
-            if x._version == before:
-                return Result(False, f"scale_(x, 3.0) on a {str(dtype).removeprefix('torch.')} x that autograd had "
-                                     "saved (weight * x, weight requiring grad): x's version counter did not move, "
-                                     "so product.sum().backward() runs on the new x and gives weight the gradient "
-                                     "[3, 6, 9]; the same call on a float32 x without the mode moves it (the kernel's "
-                                     "x.mul_ counts there), and backward refuses. While __torch_dispatch__ runs, which "
-                                     f"keys are excluded, and what does that make of a write?{hint}")
-            del product
-        # The same for an out= buffer, and for an argument a kernel writes in part before it raises.
+        # A write autograd must see: x saved by weight * x, then a call that writes x. Without the mode, the kernel's
+        # own write (x.mul_, an out= product, x[:2] = 1) moves x's version counter, and backward refuses the changed
+        # x; under a mode the kernel runs with every key above Python excluded, ADInplaceOrView among them, so its
+        # writes, and the mode's copy back into x, move nothing: a silent wrong gradient. (A float32 call, which the
+        # mode hands on as it is, loses its bump under any mode, one that only hands calls on too: not asked.)
         for dtype in _HALF:
             for what, write in [
+                    ("scale_(x, 3.0)", lambda x: torch.ops.exercise.scale_(x, 3.0)),
                     ("mul_out(a, b, out=x)", lambda x: torch.ops.exercise.mul_out(torch.full((3,), 2.0, dtype=dtype),
                                                                                   torch.ones(3, dtype=dtype), out=x)),
                     ("fill_then_fail_(x) (it writes x[:2], then raises)", torch.ops.exercise.fill_then_fail_)]:
@@ -8614,11 +8596,13 @@ def upcast_mode(path: Path) -> Result:
                     write(x)
                 if x._version == before:
                     return Result(False, f"{what} on a {str(dtype).removeprefix('torch.')} x that autograd had saved "
-                                         "(weight * x, weight requiring grad): x holds what was written, but its "
-                                         "version counter did not move, so product.sum().backward() runs on the new "
-                                         "values, a wrong gradient where the same call in float32 without the mode "
-                                         "makes backward refuse. Every argument the schema marks written counts, "
-                                         f"out= buffers and a call that raises included{hint}")
+                                         "(weight * x, weight requiring grad): x's version counter did not move, so "
+                                         "product.sum().backward() runs on the new x and gives weight a wrong "
+                                         "gradient, where the same call on a float32 x without the mode moves it (the "
+                                         "kernel's write counts there), and backward refuses. Every argument the "
+                                         "schema marks written counts, out= buffers and a call that raises included. "
+                                         "While __torch_dispatch__ runs, which keys are excluded, and what does that "
+                                         f"make of a write?{hint}")
                 del product
     finally:
         library._destroy()

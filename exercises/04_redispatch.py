@@ -11,12 +11,12 @@ complex tensor (its gradient too, under a loss that gives the output a complex o
 on a sparse CSR tensor, which no kernel takes, on a dual tensor (forward-mode AD, inside torch.no_grad() too, with a
 tangent of a tensor subclass, and one that requires grad: the right tangent, recorded, the caller's left as it was, or a
 refusal), on a tensor subclass with `__torch_dispatch__` (torch's TwoTensor), from two threads at once, and in an
-autocast region under an AutocastCPU kernel that hands the call on by its keyset. Each call, the refused one too, must
-leave the thread's dispatch state as it found it, and backward must stay differentiable (create_graph=True), leave the
-gradient it receives as it is, keep nothing it does not need (x and the output may change after the call, and the memory
-of x, and of the output, is freed when the caller drops it, while the graph lives on), take a gradient that arrives
-undefined (a node below that gives none; on meta tensors too) or sparse for a dense x, and leave no cycle that keeps the
-output alive.
+autocast region under an AutocastCPU kernel that hands the call on by its keyset, and with a kernel at ADInplaceOrView
+too (an in-place or view operator has one). Each call, the refused one too, must leave the thread's dispatch state as it
+found it, and backward must stay differentiable (create_graph=True), leave the gradient it receives as it is, keep
+nothing it does not need (x and the output may change after the call, and the memory of x, and of the output, is freed
+when the caller drops it, while the graph lives on), take a gradient that arrives undefined (a node below that gives
+none; on meta tensors too) or sparse for a dense x, and leave no cycle that keeps the output alive.
 """
 
 import torch

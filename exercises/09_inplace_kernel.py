@@ -14,11 +14,11 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
 - compute the product in the dtype torch computes self * other in, then store it in `out`'s dtype; refuse, with a
   RuntimeError, a product that `out`'s dtype cannot hold, by its dtype, whatever its values (a float product into an
   integer `out`, whole numbers too, an empty product too);
-- accept a 0-dim CPU tensor as `self` or `other` (a scalar), and a Python number (x.mul_(2), z.mul_(1j),
-  torch.mul(x, 2.5, out=out) and torch.mul(2.5, x, out=out) hand the kernel one; torch.mul(2, 3.5, out=out) two), and
-  refuse any other tensor not on the device (a CPU tensor, `out` included; a 0-dim tensor of another device: a CUDA
-  scalar beside the device's tensors comes here, since PrivateUse1 outranks CUDA), with a RuntimeError that names the
-  argument;
+- accept a 0-dim CPU tensor as `self` or `other` (a scalar), and a Python number, which the kernel is handed as a Python
+  int, float or complex, not a tensor (x.mul_(2), z.mul_(1j), torch.mul(x, 2.5, out=out) and torch.mul(2.5, x, out=out)
+  hand it one; torch.mul(2, 3.5, out=out) two), and refuse any other tensor not on the device (a CPU tensor, `out`
+  included; a 0-dim tensor of another device: a CUDA scalar beside the device's tensors comes here, since PrivateUse1
+  outranks CUDA), with a RuntimeError that names the argument;
 - leave every argument as it was when it refuses a call, and leave `self` and `other` as they were, unless one of
   them is `out`.
 The check calls it on each of these cases, compares with aten's own mul on the CPU, calls it again after an argument

@@ -3298,6 +3298,29 @@ def redispatch(path: Path) -> Result:
         if told := _above_autograd_once(library, "scale2", lambda: op(values.clone().requires_grad_()), "scale2(x)",
                                         values * 2):
             return Result(False, f"{told}.\nLook again at {_PASSING_ON}")
+        # A kernel at ADInplaceOrView as well, as an in-place or view operator has (it bumps the version counter, or
+        # makes the output a view: lesson 03, sections 3 and 6): a key below autograd, whose kernel runs too.
+        inplace_or_view_ran = []
+
+        def inplace_or_view(keyset, x):
+            inplace_or_view_ran.append(keyset)
+            return torch.ops.exercise.scale2.default.redispatch(keyset & torch._C._after_ADInplaceOrView_keyset, x)
+
+        below = torch.library.Library("exercise", "IMPL")
+        try:
+            below.impl("scale2", inplace_or_view, "ADInplaceOrView", with_keyset=True)
+            ran.clear()
+            op(values.clone().requires_grad_())
+        finally:
+            below._destroy()
+        if len(inplace_or_view_ran) != 1 or ran != ["CPU"]:
+            return Result(False, "with a kernel at ADInplaceOrView too (an in-place or view operator has one: it bumps "
+                                 "the version counter, or makes the output a view), scale2(x) on a CPU tensor that "
+                                 f"requires grad: that kernel ran {len(inplace_or_view_ran)} times, scale2's kernels "
+                                 f"below it {ran}: the keyset your call handed on left out ADInplaceOrView, a key "
+                                 "below autograd that the call's own keyset holds. Below autograd, every key of the "
+                                 f"call's keyset has its say (lesson 03, sections 3 and 6).\nLook again at "
+                                 f"{_PASSING_ON}")
         if more_seen:
             what, seen = more_seen
             return Result(False, f"on {what} the mode saw {', '.join(seen)}, where a call of torch's own operators "
@@ -4831,9 +4854,25 @@ def vmap_rule(path: Path) -> Result:
                                  "rule that broadcasts or casts the inputs, or one whose call shows the kernel other "
                                  f"shapes than an example's{folded}, gets past the kernel's own checks (lesson 06, "
                                  "section 6)")
+        # Inside torch.no_grad() (an evaluation loop): grad mode, off, stays off, after a refused call too.
+        with torch.no_grad():
+            inside = thread_state()
+            for what, x, y in (("x [4, 5, 6] batched in dimension 0 and y [5, 6] with no batch",
+                                torch.randn(4, 5, 6), torch.randn(5, 6)),
+                               ("x [4, 5, 6] batched in dimension 0 and y [5, 5] with no batch, which the kernel "
+                                "refuses", torch.randn(4, 5, 6), torch.randn(5, 5))):
+                try:
+                    torch.vmap(torch.ops.exercise.rowdot, in_dims=(0, None))(x, y)
+                except Exception:  # noqa: BLE001 - refused or not, the state after it is what this step checks
+                    pass
+                if changed := thread_state_changes(inside):
+                    return Result(False, f"called inside torch.no_grad() (an evaluation loop), with {what}: after "
+                                         f"the call {changed}: your rule set what it changed to a value of its own, "
+                                         "not back to what it found, and the rest of the caller's no_grad block "
+                                         "runs so. A rule leaves the thread as it found it (lesson 06, section 6)")
         return Result(True, "one call, whichever inputs are batched and wherever their batch is, for empty batches, "
                             "float64 and int64 too, on an input's new values, and on new inputs in freed memory; "
-                            "what the kernel refuses, refused")
+                            "what the kernel refuses, refused; the caller's grad mode kept, inside no_grad too")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -5935,12 +5974,77 @@ _SERVER_SETTINGS = ("number of threads (torch.set_num_threads)",
 _LEAD = 1 << 22
 
 
+# The CRC-32 and Adler-32 of every file _padded_package writes, whole: a checksum of 32 bits tells no two files apart
+# for certain (by chance one pair in 4e9; on purpose, a few bytes chosen give any file any checksum).
+_SHARED_CRC32, _SHARED_ADLER32 = 0x0B0E5EED, 0x5EED0B0E
+_ADLER = 65521  # Adler-32's modulus
+_SWAPS, _ADLER_BYTES = 64, 1024  # the two parts of the archive's comment _checksummed_comment chooses
+
+
+def _checksummed_comment(head: bytes) -> bytes:
+    """The bytes that, after `head`, make the whole's CRC-32 _SHARED_CRC32 and its Adler-32 _SHARED_ADLER32.
+
+    Adler-32 is two sums modulo 65521: A, of the bytes, and B, of each byte times its distance from the end. The last
+    _ADLER_BYTES bytes set both: 65521 units more than A lacks, packed at the end, then single units moved away from
+    the end until B is right too (each step away adds 1 to B, nothing to A). CRC-32 is affine in the bits: the first
+    3 * _SWAPS bytes are triples 00 02 00, each of which may become 01 00 01 (+1, -2, +1: A and B stay), and the
+    triples to change solve 32 linear equations over GF(2), one per bit of the CRC."""
+    import zlib
+
+    def adler(data: bytes) -> tuple[int, int]:
+        value = zlib.adler32(data, zlib.adler32(head))
+        return value & 0xFFFF, value >> 16
+
+    swaps = bytearray(b"\0\2\0" * _SWAPS)
+    units = [0] * (_ADLER_BYTES + 1)  # units[r]: the value of the byte r from the end
+    a, b = adler(bytes(swaps) + bytes(_ADLER_BYTES))
+    missing = ((_SHARED_ADLER32 & 0xFFFF) - a) % _ADLER + _ADLER
+    for distance in range(1, _ADLER_BYTES + 1):
+        units[distance] = min(255, missing)
+        missing -= units[distance]
+    top = max(distance for distance in range(1, _ADLER_BYTES + 1) if units[distance])
+    lacking = ((_SHARED_ADLER32 >> 16) - b - sum(r * unit for r, unit in enumerate(units))) % _ADLER
+    while lacking:
+        while not units[top]:
+            top -= 1
+        to = min(_ADLER_BYTES, top + lacking)
+        while units[to] == 255:
+            to -= 1
+        units[top], units[to], lacking = units[top] - 1, units[to] + 1, lacking - (to - top)
+    tail = bytes(reversed(units[1:]))
+    assert adler(bytes(swaps) + tail) == (_SHARED_ADLER32 & 0xFFFF, _SHARED_ADLER32 >> 16)
+    crc_head = zlib.crc32(head)
+    base = zlib.crc32(bytes(swaps) + tail, crc_head)
+    rows = []  # (what swapping triple n changes in the CRC, 1 << n)
+    for n in range(_SWAPS):
+        swapped = bytearray(swaps)
+        swapped[3 * n:3 * n + 3] = b"\1\0\1"
+        rows.append((zlib.crc32(bytes(swapped) + tail, crc_head) ^ base, 1 << n))
+    want, chosen = _SHARED_CRC32 ^ base, 0
+    for high in reversed(range(32)):  # Gaussian elimination, from the CRC's highest bit down
+        pivot = next((row for row in rows if row[0] >> high & 1), None)
+        if pivot is None:
+            continue
+        rows = [(crc ^ pivot[0], which ^ pivot[1]) if crc >> high & 1 else (crc, which)
+                for crc, which in rows if (crc, which) != pivot]
+        if want >> high & 1:
+            want, chosen = want ^ pivot[0], chosen ^ pivot[1]
+    for n in range(_SWAPS):
+        if chosen >> n & 1:
+            swaps[3 * n:3 * n + 3] = b"\1\0\1"
+    comment = bytes(swaps) + tail
+    assert zlib.crc32(comment, crc_head) == _SHARED_CRC32 and adler(comment) == (_SHARED_ADLER32 & 0xFFFF,
+                                                                                  _SHARED_ADLER32 >> 16)
+    return comment
+
+
 def _padded_package(package: Path, to: Path, size: int, fill: bytes = b"\0") -> None:
     """A copy of an AOTInductor package, `size` bytes long, that the loader runs as the original: its entries in a
     folder of one name, "release" (a package's files are in a folder named as it was saved; releases of one model are
     often saved under one name), and two entries the loader never reads, of `fill` bytes: one before the package's own
     (_LEAD bytes, the same in every copy of one fill: the heads of two copies tell them apart no more than those of two
-    releases of one large model, whose generated code comes first) and one after them, as long as makes up `size`."""
+    releases of one large model, whose generated code comes first) and one after them, as long as makes up `size`.
+    The archive's comment, its last bytes, makes the file's CRC-32 _SHARED_CRC32 and its Adler-32 _SHARED_ADLER32."""
     import zipfile
 
     def entry(name: str) -> zipfile.ZipInfo:  # of a fixed time: two copies' entries alike, byte for byte
@@ -5952,9 +6056,12 @@ def _padded_package(package: Path, to: Path, size: int, fill: bytes = b"\0") -> 
             for file in original.infolist():
                 archive.writestr(entry(file.filename.split("/", 1)[1]), original.read(file))
             archive.writestr(entry("extra/padding"), fill * length)
+            archive.comment = bytes(3 * _SWAPS + _ADLER_BYTES)
         return to.stat().st_size
 
     copy_with_padding(size - copy_with_padding(0))
+    head = to.read_bytes()[:-(3 * _SWAPS + _ADLER_BYTES)]
+    to.write_bytes(head + _checksummed_comment(head))
 
 
 _LOADED_ONCE = "A file's model is loaded once, and again only when its contents change."
@@ -5988,8 +6095,9 @@ def load_before_aoti(path: Path) -> Result:
     with tempfile.TemporaryDirectory(prefix="workbook_08_") as elsewhere:
         site = shutil.copytree(installed, Path(elsewhere) / "site-packages")
         calls = []  # (the .pt2 file, x, every model's output for x): a wrong output may be another model's
-        # Both files of one size (two releases of one architecture often are) and of the same first 4 MiB, so that
-        # neither the name, the size nor the head of a file tells one release from the other.
+        # Both files of one size (two releases of one architecture often are), of the same first 4 MiB and of one
+        # CRC-32 and Adler-32, so that neither the name, the size, the head nor a checksum of 32 bits tells one
+        # release from the other.
         size = max(model_pt2.stat().st_size for _, model_pt2 in models) + _LEAD + 4096
         for n, ((_, model_pt2), rows) in enumerate(zip(models, (5, 3))):
             # Each model as a release of it is deployed: v1/model.pt2, v2/model.pt2, one file name.
@@ -6116,7 +6224,7 @@ def load_before_aoti(path: Path) -> Result:
             load_package, deploy_during_load = torch._inductor.aoti_load_package, []
 
             # At the last step, the files of many releases of one model, each loaded in an instant: the model behind
-            # them is loaded once, and each load of one of them, counted, returns a StandIn for it (257 real loads take
+            # them is loaded once, and each load of one of them, counted, returns a StandIn for it (1025 real loads take
             # seconds). A load by another way than aoti_load_package is a real one, seen in the process's mappings.
             stand_in_for, loads_stood_in = {{}}, [0]
 
@@ -6534,10 +6642,10 @@ def load_before_aoti(path: Path) -> Result:
                                           "same": (same := all(torch.allclose(out, outputs_race[n], atol=1e-6)
                                                                for n, out in enumerate(outs)))}}))
             stop_unless(grew == 0 and same)
-            # A server of many models: 257 files (more than a cache sized for a few keeps, functools.lru_cache's 128,
-            # or 256), each a release of its own of one model (made from its package unpadded: a third of the bytes
-            # to write and read), run() on each in turn, then on each again: the second round loads nothing.
-            many = [os.path.join({str(elsewhere)!r}, "many", f"m{{n}}.pt2") for n in range(257)]
+            # A server of many models: 1025 files (more than a cache sized for a few keeps: functools.lru_cache's 128,
+            # 256, 512, 1024), each a release of its own of one model (made from its package unpadded: a third of the
+            # bytes to write and read), run() on each in turn, then on each again: the second round loads nothing.
+            many = [os.path.join({str(elsewhere)!r}, "many", f"m{{n}}.pt2") for n in range(1025)]
             behind = load_package({str(held[0])!r})
             for n, name in enumerate(many):
                 release_of_its_own({str(models[0][1])!r}, name, f"many {{n}}")
@@ -6614,7 +6722,8 @@ def load_before_aoti(path: Path) -> Result:
         if not call["same"][call["n"]]:
             other = [_AOTI_CALLS[n].split(" on ")[0] for n, same in enumerate(call["same"]) if same]
             got = (f" returned what {other[0]} gives, the model of an earlier call: each call names the .pt2 file "
-                   "whose model it runs" if other else " did not return the model's output")
+                   "whose model it runs (the two files share their size, times, first 4 MiB, CRC-32 and "
+                   "Adler-32: their contents differ)" if other else " did not return the model's output")
             return Result(False, f"in the fresh Python, {what}{got}.{hint}.")
         if not call["grad_mode"]:
             return Result(False, f"in the fresh Python, grad mode was off after {what}, where it was on before: code "
@@ -6845,10 +6954,10 @@ def load_before_aoti(path: Path) -> Result:
                                           "again, though neither file changed: what run() keeps took the two files "
                                           f"for one. {_LOADED_ONCE}") + f"{hint}.")
     if many and not many[0]["same"]:
-        return Result(False, "in the fresh Python, run() on 257 files in turn, each a release of one model: not that "
+        return Result(False, "in the fresh Python, run() on 1025 files in turn, each a release of one model: not that "
                              f"model's output.{hint}.")
     if many and many[0]["grew"]:
-        return Result(False, f"in the fresh Python, run() on 257 files in turn (a server of many models, each file a "
+        return Result(False, f"in the fresh Python, run() on 1025 files in turn (a server of many models, each file a "
                              f"release of its own), then on each again: {many[0]['grew']} of them loaded again, though "
                              "none changed: run() dropped models that a name the caller gives still leads to (a cache "
                              "of a fixed size? A server may hold more models than a cache is sized for). "
@@ -8583,24 +8692,29 @@ def upcast_mode(path: Path) -> Result:
         # writes, and the mode's copy back into x, move nothing: a silent wrong gradient. (A float32 call, which the
         # mode hands on as it is, loses its bump under any mode, one that only hands calls on too: not asked.)
         for dtype in _HALF:
-            for what, write in [
-                    ("scale_(x, 3.0)", lambda x: torch.ops.exercise.scale_(x, 3.0)),
-                    ("mul_out(a, b, out=x)", lambda x: torch.ops.exercise.mul_out(torch.full((3,), 2.0, dtype=dtype),
-                                                                                  torch.ones(3, dtype=dtype), out=x)),
-                    ("fill_then_fail_(x) (it writes x[:2], then raises)", torch.ops.exercise.fill_then_fail_)]:
-                weight = torch.ones(3, dtype=dtype, requires_grad=True)
-                x = torch.tensor([1.0, 2.0, 3.0], dtype=dtype)
+            half = str(dtype).removeprefix("torch.")
+            for what, x_dtype, write in [
+                    ("scale_(x, 3.0)", dtype, lambda x: torch.ops.exercise.scale_(x, 3.0)),
+                    ("mul_out(a, b, out=x)", dtype,
+                     lambda x: torch.ops.exercise.mul_out(torch.full((3,), 2.0, dtype=dtype),
+                                                          torch.ones(3, dtype=dtype), out=x)),
+                    ("fill_then_fail_(x) (it writes x[:2], then raises)", dtype, torch.ops.exercise.fill_then_fail_),
+                    (f"accumulate_(x, h), h {half} (a call the mode casts, x written beside it)", torch.float32,
+                     lambda x: torch.ops.exercise.accumulate_(x, torch.ones(3, dtype=dtype)))]:
+                weight = torch.ones(3, dtype=x_dtype, requires_grad=True)
+                x = torch.tensor([1.0, 2.0, 3.0], dtype=x_dtype)
                 product = weight * x
                 before = x._version
                 with contextlib.suppress(RuntimeError), mode:  # fill_then_fail_'s own error
                     write(x)
                 if x._version == before:
-                    return Result(False, f"{what} on a {str(dtype).removeprefix('torch.')} x that autograd had saved "
+                    return Result(False, f"{what} on a {str(x_dtype).removeprefix('torch.')} x that autograd had saved "
                                          "(weight * x, weight requiring grad): x's version counter did not move, so "
                                          "product.sum().backward() runs on the new x and gives weight a wrong "
                                          "gradient, where the same call on a float32 x without the mode moves it (the "
                                          "kernel's write counts there), and backward refuses. Every argument the "
-                                         "schema marks written counts, out= buffers and a call that raises included. "
+                                         "schema marks written counts, a float32 one beside half ones, out= buffers "
+                                         "and a call that raises included. "
                                          "While __torch_dispatch__ runs, which keys are excluded, and what does that "
                                          f"make of a write?{hint}")
                 del product

@@ -3967,20 +3967,58 @@ def _sum_squares_mixed_xs(op) -> str | None:
     return None
 
 
+class _OnAGpu(torch.Tensor):
+    """A tensor whose device is cuda, on any machine: it dispatches as a GPU's tensor does (its keys are CUDA's,
+    AutocastCUDA among them, and is_cuda() is true), casts to one like itself, and has no kernel for anything else."""
+
+    @staticmethod
+    def __new__(cls, size, dtype):
+        return torch.Tensor._make_wrapper_subclass(cls, size, dtype=dtype, device="cuda")
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._to_copy.default:
+            return cls(args[0].shape, (kwargs or {}).get("dtype", args[0].dtype))
+        raise NotImplementedError(f"{func}: no kernel here for a GPU's tensor (a stand-in for one)")
+
+
 def _sum_squares_scale_on_another_device(op) -> str | None:
     """In a CPU region, CPU xs and a scale on another device (meta here; a GPU's alike): only tensors on the region's
-    device are eligible, so the scale goes down as it is (and the call is refused below, two devices)."""
+    device are eligible, so the scale goes down as it is (and the call is refused below, two devices). Then xs on
+    another device and a CPU scale, meta ones and a GPU's (_OnAGpu): the call goes below autocast, the xs as they are,
+    the scale cast; the key the kernel excludes is the region's, AutocastCPU, whatever device xs are on."""
+    rule = ("only a tensor on the region's device is eligible, whichever device xs[0] is on: xs on another device (a "
+            "GPU's, beside a CPU scale) go down as they are, and the CPU scale is cast")
     with torch.autocast("cpu"):
-        return _sum_squares_first_call_below(
-            op, [torch.ones(4, dtype=_BF16), torch.ones(4, dtype=_BF16)], torch.ones(4, dtype=_BF16, device="meta"),
-            "inside autocast on the CPU, bfloat16 xs on the CPU and a bfloat16 scale on the meta device",
-            [_F32, _F32, _BF16], "only a tensor on the region's device is eligible, so a scale on another device (a "
-            "GPU's, inside a CPU region) goes down as it is") or _sum_squares_first_call_below(
-            op, [torch.ones(4, dtype=_BF16, device="meta"), torch.ones(4, dtype=_BF16, device="meta")],
-            torch.ones(4, dtype=_BF16), "inside autocast on the CPU, bfloat16 xs on the meta device and a bfloat16 "
-            "scale on the CPU", [_BF16, _BF16, _F32], "only a tensor on the region's device is eligible, whichever "
-            "device xs[0] is on: xs on another device (a GPU's, beside a CPU scale) go down as they are, and the CPU "
-            "scale is cast")
+        if wrong := _sum_squares_first_call_below(
+                op, [torch.ones(4, dtype=_BF16), torch.ones(4, dtype=_BF16)], torch.ones(4, dtype=_BF16, device="meta"),
+                "inside autocast on the CPU, bfloat16 xs on the CPU and a bfloat16 scale on the meta device",
+                [_F32, _F32, _BF16], "only a tensor on the region's device is eligible, so a scale on another device "
+                "(a GPU's, inside a CPU region) goes down as it is"):
+            return wrong
+        for where, make in (("on the meta device", lambda: torch.ones(4, dtype=_BF16, device="meta")),
+                            ("of a GPU (a stand-in tensor whose device is cuda, no GPU needed)",
+                             lambda: _OnAGpu((4,), _BF16))):
+            what = f"inside autocast on the CPU, bfloat16 xs {where} and a bfloat16 scale on the CPU"
+            now_doing(f"calling sum_squares on xs {where} and a CPU scale (a crash here alone: the call came back to "
+                      "your kernel, forever? The key it excludes is the region's)")
+            if wrong := _sum_squares_first_call_below(op, [make(), make()], torch.ones(4, dtype=_BF16), what,
+                                                      [_BF16, _BF16, _F32], rule):
+                return wrong
+            with _recording_mode() as below:
+                try:
+                    op([make(), make()], torch.ones(4, dtype=_BF16))
+                    raised = "nothing"
+                except _StateLeft as left:
+                    return f"{what}: {left}"
+                except Exception as error:  # noqa: BLE001 - what the reader's kernel raised, said
+                    raised = f"{type(error).__name__}: {str(error).splitlines()[0][:160]}"
+            if not any(name == _SUM_SQUARES for name, _ in below.calls):
+                return (f"{what}: the call never reached the layers below autocast (it raised {raised}): your kernel "
+                        "refused it, where autocast casts what is eligible, the CPU scale, and hands the call on, "
+                        "the xs as they are, for the layers below to take or refuse (lesson 05, section 2: which "
+                        "tensors autocast casts)")
+    return None
 
 
 def _sum_squares_empty_batch(op) -> str | None:
@@ -6680,7 +6718,10 @@ def load_before_aoti(path: Path) -> Result:
             printed = shipping.run_python(program, Path(site), check=False, timeout=limit)
         except subprocess.TimeoutExpired:
             return Result(False, f"in the fresh Python, your code ran for {limit:.0f} s without finishing: does it "
-                                 "loop forever?")
+                                 "loop forever, or does each call do more than it needs? The check calls run() "
+                                 "about 2,160 times (2,050 of them on 1,025 files in turn, whose models it loads for "
+                                 "you at no cost): a call that reads its file once, and looks up the model of what "
+                                 f"it read, does little more than that read.{hint}.")
     lines = printed.splitlines()
     started = [int(line.split()[1]) for line in lines if line.startswith("CALLING ")]
     done = [json.loads(line.removeprefix("CALLED ")) for line in lines if line.startswith("CALLED ")]
@@ -7519,6 +7560,12 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "a `self` of every other element of a buffer (not dense) and a 1-element `out` carved where it starts: `out` "
         "is not `self`, though it starts where `self` does, and is resized where it is": lambda to: (
             (arena := to(torch.arange(6.0)))[::2], to(torch.full((3,), 2.0)), arena[:1]),
+        "two transposed 4 x 5 views into a 2 x 10 `out` (as many elements as the product, another shape: aten lays "
+        "out the `out` it resizes as the product)": lambda to: (
+            to(columns).t(), to(columns * 3).t(), to(torch.ones(2, 10))),
+        "two channels_last 2 x 3 x 4 x 5 tensors into an `out` of 120 elements in one dimension (as many elements as "
+        "the product, another shape: aten lays out the `out` it resizes as the product)": lambda to: (
+            to(images), to(images * 2), to(torch.ones(120))),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),

@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -132,17 +133,23 @@ def run_python(code: str, site: Path | None = None, check: bool = True, venv: Pa
                timeout: float = 600) -> str:
     """Run `code` in a fresh Python that cannot import the workbook (its checkout is taken off sys.path) but sees
     `site`: this process's Python (isolated.run), or another venv's. Returns what it printed; with check=False, its
-    error output too. subprocess.TimeoutExpired once it has run `timeout` seconds (it is ended then)."""
+    error output too. subprocess.TimeoutExpired once it has run `timeout` seconds (it is ended then).
+
+    Its temporary folder ($TMPDIR) is one of its own, removed afterwards: a package that fails to load (lesson 08's,
+    before `import workbook_ops`) leaves the folders aoti_load_package unpacked it into behind, even at a new Python's
+    exit."""
     prelude = textwrap.dedent(f"""\
         import sys
         sys.path[:] = [p for p in sys.path if p not in ({str(REPO)!r}, '')]
         sys.path.insert(0, {str(site) if site else ''!r})
         """)
-    if _is_this_process(venv):
-        done = isolated.run(prelude + textwrap.dedent(code), timeout=timeout)
-    else:
-        done = subprocess.run([str(venv / "bin" / "python"), "-c", prelude + textwrap.dedent(code)],
-                              capture_output=True, text=True, cwd=REPO, timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix="workbook-fresh-python-") as scratch:
+        if _is_this_process(venv):
+            done = isolated.run(prelude + textwrap.dedent(code), env={"TMPDIR": scratch}, timeout=timeout)
+        else:
+            done = subprocess.run([str(venv / "bin" / "python"), "-c", prelude + textwrap.dedent(code)],
+                                  capture_output=True, text=True, cwd=REPO, timeout=timeout,
+                                  env={**os.environ, "TMPDIR": scratch})
     if check and done.returncode != 0:
         raise RuntimeError(f"the fresh Python failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return done.stdout + ("" if check else done.stderr)

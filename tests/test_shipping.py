@@ -6,6 +6,7 @@ stored outputs: every operator of the installed wheel under opcheck in a clean i
 against eager in a fresh Python, and the error without the operators' library. These tests pin the contracts the
 lesson leans on, and what no lesson can show on every machine: the stable wheel under another torch release."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -143,7 +144,7 @@ def test_regular_wheel_passes_under_the_torch_it_was_built_with_and_another_torc
             assert "undefined symbol" in outcome.detail, (built, run, outcome)
 
 
-def test_cpp_runner_matches_eager_with_no_python_on_two_batch_sizes(site, model_pt2):
+def test_cpp_runner_matches_eager_with_no_python_on_two_batch_sizes(site, model_pt2, tmp_path):
     runner = shipping.build_runner()
     library = site / "workbook_ops" / "_C.abi3.so"
     model = shipping.mlp_package()[0]
@@ -157,7 +158,9 @@ def test_cpp_runner_matches_eager_with_no_python_on_two_batch_sizes(site, model_
             expected = model(x)
         assert (int(out_rows), int(cols)) == tuple(expected.shape)
         assert torch.allclose(torch.tensor([float(v) for v in values]).reshape(expected.shape), expected, atol=1e-5)
-    missing = subprocess.run([str(runner), str(model_pt2)], input=stdin, capture_output=True, text=True)
+    # The loader, failing, leaves the folder it unpacked the package into: in a temporary folder of the test's own.
+    missing = subprocess.run([str(runner), str(model_pt2)], input=stdin, capture_output=True, text=True,
+                             env={**os.environ, "TMPDIR": str(tmp_path)})
     assert missing.returncode == 1
     # affine was decomposed
     assert missing.stderr.strip().splitlines()[-1] == "Could not find schema for workbook::matmul."

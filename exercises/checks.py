@@ -4002,9 +4002,6 @@ def _sum_squares_scale_on_another_device(op) -> str | None:
             what = f"inside autocast on the CPU, bfloat16 xs {where} and a bfloat16 scale on the CPU"
             now_doing(f"calling sum_squares on xs {where} and a CPU scale (a crash here alone: the call came back to "
                       "your kernel, forever? The key it excludes is the region's)")
-            if wrong := _sum_squares_first_call_below(op, [make(), make()], torch.ones(4, dtype=_BF16), what,
-                                                      [_BF16, _BF16, _F32], rule):
-                return wrong
             with _recording_mode() as below:
                 try:
                     op([make(), make()], torch.ones(4, dtype=_BF16))
@@ -4013,11 +4010,15 @@ def _sum_squares_scale_on_another_device(op) -> str | None:
                     return f"{what}: {left}"
                 except Exception as error:  # noqa: BLE001 - what the reader's kernel raised, said
                     raised = f"{type(error).__name__}: {str(error).splitlines()[0][:160]}"
-            if not any(name == _SUM_SQUARES for name, _ in below.calls):
+            received = [dtypes for name, dtypes in below.calls if name == _SUM_SQUARES]
+            if not received:
                 return (f"{what}: the call never reached the layers below autocast (it raised {raised}): your kernel "
                         "refused it, where autocast casts what is eligible, the CPU scale, and hands the call on, "
                         "the xs as they are, for the layers below to take or refuse (lesson 05, section 2: which "
                         "tensors autocast casts)")
+            if received[0] != [_BF16, _BF16, _F32]:
+                return (f"{what}: the layers below autocast received {_sum_squares_dtypes(received[0], 2)}: {rule} "
+                        "(lesson 05, section 2: which tensors autocast casts)")
     return None
 
 

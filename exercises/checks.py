@@ -2446,9 +2446,10 @@ def _cube_operator(answer, name: str = "cube"):
             library._destroy()
 
 
-def _cube_samples(cube) -> str | None:
+def _cube_samples(cube, alive: list) -> str | None:
     """04.backward's samples, one by one: None when backward gives the right gradient on each, else why not."""
-    alive = []  # each sample's x kept: no sample lands in an earlier one's memory (the memory case does, on purpose)
+    # Each sample's x kept in alive, with the x's before it: none lands in an earlier one's memory or gets its id()
+    # (_cube_beyond_the_samples does, on purpose).
     for i, (what, values, grad_values, dtype) in enumerate(_CUBE_SAMPLES):
         what = f"{what}: " if i else ""  # the first sample's diagnosis, as lesson 04 stores it for the skeleton
         x = torch.tensor(values, dtype=dtype, requires_grad=True)
@@ -2836,9 +2837,10 @@ def _cube_large_grad_output_untouched(cube) -> str | None:
             "returns a new tensor (lesson 04, section 3: what a backward receives)")
 
 
-def _cube_process_state(cube) -> str | None:
+def _cube_process_state(cube, alive: list) -> str | None:
     """cube and its backward leave the process's settings as they found them."""
     x = torch.tensor([1e-20, 0.5, -2.0], requires_grad=True)
+    alive.append(x)  # kept, as _cube_samples keeps its own: a sample's x never gets this one's id()
     # Twice: as the process starts, then for a caller that flushes denormal numbers to zero (for speed), which a
     # backward that turns flushing off for itself must give back.
     for flushing in (False, True):
@@ -2862,10 +2864,11 @@ def _cube_process_state(cube) -> str | None:
 @exercise("04.backward", "medium")
 def backward(path: Path) -> Result:
     with _cube_operator(load_python(path)) as cube:
+        alive = []  # every x of the steps below, until the check ends
         # The process's settings first: a backward that changes one, and never sets it back, leaves it changed for
         # the checks after it too.
-        if problem := (_cube_process_state(cube) or _cube_samples(cube) or _gradient_undefined(cube, "cube")
-                       or _cube_beyond_the_samples(cube)):
+        if problem := (_cube_process_state(cube, alive) or _cube_samples(cube, alive)
+                       or _gradient_undefined(cube, "cube") or _cube_beyond_the_samples(cube)):
             return Result(False, problem)
         x = torch.tensor(_CUBE_SAMPLES[0][1], dtype=torch.float64, requires_grad=True)
         if not torch.autograd.gradcheck(cube, (x,), raise_exception=False):

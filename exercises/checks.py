@@ -1783,6 +1783,10 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                                                lambda x, other: x.clone().add_(other),
                                                ("x (complex128)", "other (complex64)"), "x.clone().add_(other)",
                                                second_dtype=torch.complex64)
+                         or _complex_gradients(lambda x, other: op(x.clone(), other),
+                                               lambda x, other: x.clone().add_(other),
+                                               ("x (complex128)", "other (complex128)"), "x.clone().add_(other)",
+                                               second_dtype=torch.complex128)
                          # A real other of every floating dtype: torch's add_ takes each into a complex x.
                          or next((told for dtype in (torch.float64, torch.bfloat16)
                                   if (told := _complex_gradients(
@@ -3091,8 +3095,10 @@ def redispatch(path: Path) -> Result:
                   ("a 0-dim CPU tensor that requires grad (a learnable scale), inside a TorchDispatchMode",
                    lambda: torch.tensor(1.5, requires_grad=True), _recording_mode, "CPU")]
         more_seen = None  # (the case, what the mode saw) where it saw more than the call
+        alive = []  # every case's x, until the check ends: none lands in an earlier one's memory, or gets its id()
         for what, make, context, key in cases:
             x = make()
+            alive.append(x)
             ran.clear()
             conjugate_bit.clear()
             autograd_runs.clear()
@@ -3910,12 +3916,14 @@ def _sum_squares_below(op, xs, scale, what: str) -> tuple[list, torch.Tensor | N
 
 
 def _sum_squares_integers(op) -> str | None:
-    """Inside a region, int64 xs, then complex64 ones, then int8, uint8 and bool ones (narrower than float32, and still
-    not floating point): not eligible, so they reach the CPU kernel as they are, which refuses them."""
+    """Inside a region, int64 xs, then complex64 ones, then ones of every other integer dtype and bool (some narrower
+    than float32, and none floating point): not eligible, so they reach the CPU kernel as they are, which refuses
+    them."""
     for xs in ([torch.tensor([1, 3, 5, 2]), torch.tensor([4, 2, 1, 3])],
                [torch.tensor([1 + 2j, 3j]), torch.tensor([2 - 1j, 1 + 1j])],
                *([torch.tensor([1, 0, 1]).to(dtype), torch.tensor([0, 1, 1]).to(dtype)]
-                 for dtype in (torch.int8, torch.uint8, torch.bool))):
+                 for dtype in (torch.int8, torch.uint8, torch.bool, torch.int16, torch.int32, torch.uint16,
+                               torch.uint32, torch.uint64))):
         dtype = _dtype_names([xs[0].dtype])
         if isinstance(got := _sum_squares_below(op, xs, None, f"inside autocast, xs in {dtype}"), str):
             return got
@@ -5832,7 +5840,10 @@ def layer_cost(path: Path) -> Result:
              15),
             ("a layer of 0.40 µs on a machine where the second call of a round runs faster, by nothing at first and by "
              "0.60 µs once 30 calls are made (a cache that warms as the machine runs)",
-             FakeTimer(0.4, second_faster=0.6, growing_over=30, seed=16), 0.4, 15)]:
+             FakeTimer(0.4, second_faster=0.6, growing_over=30, seed=16), 0.4, 15),
+            # Below a nanosecond, and still clear of the noise: a floor of the reader's own, in ns, is not the rule.
+            ("a layer of 0.2 ns (0.0002 µs: a flag read) timed by timers that each average many calls (noise of "
+             "0.00002 µs)", FakeTimer(0.0002, noise=0.00002, seed=18), 0.0002, 15)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
         measured.append((what, timer, rounds))
         made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}
@@ -6187,7 +6198,7 @@ def load_before_aoti(path: Path) -> Result:
         retiring = Path(elsewhere) / "retiring.pt2"  # a release of its own, to be removed once served
         _padded_package(models[0][1], retiring, size, fill=bytes([31]))
         program = f"""
-            import json, os, shutil, sys, types, torch
+            import json, os, shutil, sys, types, torch, weakref
 
             def stop_unless(right):  # the check reports the first wrong step: the steps after it would not change that
                 if not right:
@@ -6280,6 +6291,23 @@ def load_before_aoti(path: Path) -> Result:
                 def __getattr__(self, name):
                     return getattr(self.model, name)
 
+            def models_mapped(kept_only=False):  # the compiled models' libraries the process maps (Linux only)
+                if not os.path.exists("/proc/self/maps"):
+                    return set()
+                # A mapping's path is its sixth field. A model's library stays mapped after the model is dropped,
+                # " (deleted)": the model removes the file it extracted, and nothing unmaps it. A model kept maps one
+                # not deleted, or one whose model aoti_load_package returned is alive still (an answer may remove the
+                # folder a load extracted into itself). Each load extracts its library anew, under a path of its own.
+                paths = {{line.split(maxsplit=5)[5].strip() for line in python_open("/proc/self/maps")
+                         if len(line.split(maxsplit=5)) == 6}}
+                if not kept_only:
+                    return {{path for path in paths if path.endswith((".wrapper.so", ".wrapper.so (deleted)"))}}
+                alive = {{library for model, libraries in models_loaded if model() is not None for library in libraries}}
+                return {{path.removesuffix(" (deleted)") for path in paths if path.endswith(".wrapper.so")
+                        or path.endswith(".wrapper.so (deleted)") and path.removesuffix(" (deleted)") in alive}}
+
+            models_loaded = []  # (a weak reference to a model aoti_load_package loaded, the libraries its load mapped)
+
             def loading(*args, **kwargs):
                 if stand_in_for:
                     import hashlib
@@ -6294,7 +6322,9 @@ def load_before_aoti(path: Path) -> Result:
                     if (model := stand_in_for.get(hashlib.sha256(contents).digest())) is not None:
                         loads_stood_in[0] += 1
                         return StandIn(model)
+                mapped = models_mapped()
                 model = load_package(*args, **kwargs)
+                models_loaded.append((weakref.ref(model), models_mapped() - mapped))
                 while deploy_during_load:
                     shutil.copyfile(*deploy_during_load.pop())
                 return model
@@ -6465,17 +6495,6 @@ def load_before_aoti(path: Path) -> Result:
             torch.backends.mkldnn.matmul.fp32_precision = "none"
             print("NEW API", json.dumps(new_api))
             stop_unless(not raised and new_api["kept"])
-
-            def models_mapped(kept_only=False):  # the compiled models' libraries the process maps (Linux only)
-                if not os.path.exists("/proc/self/maps"):
-                    return set()
-                # A mapping's path is its sixth field. A model's library stays mapped after the model is dropped,
-                # " (deleted)": the model removes the file it extracted, and nothing unmaps it. A model kept maps one
-                # not deleted. Each load extracts its library anew, under a path of its own.
-                paths = {{line.split(maxsplit=5)[5].strip() for line in open("/proc/self/maps")
-                         if len(line.split(maxsplit=5)) == 6}}
-                return {{path for path in paths if path.endswith(".wrapper.so")
-                        or not kept_only and path.endswith(".wrapper.so (deleted)")}}
 
             def still_kept(calls):  # of the models the calls loaded, how many are kept after the last
                 before, loaded = models_mapped(kept_only=True), set()
@@ -8751,7 +8770,11 @@ def upcast_mode(path: Path) -> Result:
                                                           torch.ones(3, dtype=dtype), out=x)),
                     ("fill_then_fail_(x) (it writes x[:2], then raises)", dtype, torch.ops.exercise.fill_then_fail_),
                     (f"accumulate_(x, h), h {half} (a call the mode casts, x written beside it)", torch.float32,
-                     lambda x: torch.ops.exercise.accumulate_(x, torch.ones(3, dtype=dtype)))]:
+                     lambda x: torch.ops.exercise.accumulate_(x, torch.ones(3, dtype=dtype))),
+                    ("scale_all_([x], 3.0) (x written as an element of a Tensor(a!)[] list)", dtype,
+                     lambda x: torch.ops.exercise.scale_all_([x], 3.0)),
+                    ("scale_both_(y, x, 3.0) (x the second argument written)", dtype,
+                     lambda x: torch.ops.exercise.scale_both_(torch.ones(3, dtype=dtype), x, 3.0))]:
                 weight = torch.ones(3, dtype=x_dtype, requires_grad=True)
                 x = torch.tensor([1.0, 2.0, 3.0], dtype=x_dtype)
                 product = weight * x

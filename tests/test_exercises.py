@@ -12,7 +12,8 @@ import pytest
 
 import exercises
 from exercises import SKELETONS, SOLUTIONS
-from exercises.mistakes import MISTAKES
+from exercises.mistakes import MISTAKES, RIGHT_ANSWERS
+from helpers import paths
 
 EXERCISES = exercises._exercises()
 
@@ -57,6 +58,16 @@ def test_lessons_run_every_cell_under_nbval():
 @pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
 def test_check_passes_on_the_solution(exercise_id):
     result = exercises.run_check(exercise_id, SOLUTIONS / EXERCISES[exercise_id].file)
+    assert result.passed, result.diagnosis
+
+
+@pytest.mark.parametrize("answer", RIGHT_ANSWERS, ids=lambda a: f"{a.exercise}-{a.name}")
+def test_check_passes_a_right_answer_besides_the_solution(answer):
+    path = paths.BUILD / "right" / f"{answer.exercise}.{answer.name}" / EXERCISES[answer.exercise].file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != answer.text():  # unchanged, a C++ answer's build is up to date
+        path.write_text(answer.text())
+    result = exercises.run_check(answer.exercise, path)
     assert result.passed, result.diagnosis
 
 

@@ -7,6 +7,9 @@ One file per exercise, exercises/mistakes/<the exercise's file name>.toml: for e
 (torch_from), and its edits of the solution, each replacing text (old) that stands once in the solution, so a mistake
 cannot silently stop applying when a solution changes.
 tests/test_exercise_mistakes.py writes each one out and proves its check fails with that diagnosis.
+
+A file may also hold right answers other than the solution ([[right]]: name, why, edits), where a check once failed a
+right answer: tests/test_exercises.py proves its check passes them.
 """
 
 from __future__ import annotations
@@ -40,12 +43,14 @@ class Mistake:
         return text + solution[done:]
 
 
-def read(exercise_id: str) -> list[Mistake]:
-    """The mistakes of one exercise, from its file in exercises/mistakes/."""
+def read(exercise_id: str, kind: str = "mistake") -> list[Mistake]:
+    """The mistakes of one exercise, from its file in exercises/mistakes/; with kind "right", its right answers (their
+    expect empty: a right answer passes)."""
     path = FOLDER / "mistakes" / f"{EXERCISES[exercise_id].file.rsplit('.', 1)[0]}.toml"
-    return [Mistake(exercise_id, record["name"], record["why"], record["expect"],
+    return [Mistake(exercise_id, record["name"], record["why"], record.get("expect", ""),
                     [(edit["old"], edit["new"]) for edit in record["edit"]], record.get("torch_from", ""))
-            for record in tomllib.loads(path.read_text())["mistake"]]
+            for record in tomllib.loads(path.read_text()).get(kind, [])]
 
 
 MISTAKES = [mistake for exercise_id in sorted(EXERCISES) for mistake in read(exercise_id)]
+RIGHT_ANSWERS = [answer for exercise_id in sorted(EXERCISES) for answer in read(exercise_id, "right")]

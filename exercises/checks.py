@@ -6302,7 +6302,8 @@ def load_before_aoti(path: Path) -> Result:
                          if len(line.split(maxsplit=5)) == 6}}
                 if not kept_only:
                     return {{path for path in paths if path.endswith((".wrapper.so", ".wrapper.so (deleted)"))}}
-                alive = {{library for model, libraries in models_loaded if model() is not None for library in libraries}}
+                alive = {{library for model, libraries in models_loaded if model() is not None
+                         for library in libraries}}
                 return {{path.removesuffix(" (deleted)") for path in paths if path.endswith(".wrapper.so")
                         or path.endswith(".wrapper.so (deleted)") and path.removesuffix(" (deleted)") in alive}}
 
@@ -8792,6 +8793,20 @@ def upcast_mode(path: Path) -> Result:
                                          "While __torch_dispatch__ runs, which keys are excluded, and what does that "
                                          f"make of a write?{hint}")
                 del product
+            # And only those: an x the call only reads keeps its version, which a backward that saved it compares.
+            weight = torch.ones(3, dtype=dtype, requires_grad=True)
+            x = torch.tensor([1.0, 2.0, 3.0], dtype=dtype)
+            product = weight * x
+            before = x._version
+            with mode:
+                torch.ops.exercise.mul_out(x, torch.ones(3, dtype=dtype), out=torch.empty(3, dtype=dtype))
+            if x._version != before:
+                return Result(False, f"mul_out(x, b, out=o) on a {half} x that autograd had saved (weight * x, weight "
+                                     "requiring grad), x only read: x's version counter moved, so "
+                                     "product.sum().backward() refuses, where the same call without the mode moves "
+                                     "nothing of x's, and backward runs. An argument counts as written where the "
+                                     f"schema marks it written (`!`), not because the operator writes something{hint}")
+            del product
     finally:
         library._destroy()
     return Result(True, "no kernel saw a float16 or bfloat16 tensor; outputs in the call's dtype (counts as they "

@@ -84,6 +84,14 @@ def test_every_lesson_has_two_exercises_one_hard_and_three_mistakes_each():
         assert sum(m.exercise == exercise.id for m in MISTAKES) >= 3, exercise.id
 
 
+def test_mistakes_files_read_within_120_columns():
+    files = sorted((SKELETONS / "mistakes").glob("*.toml"))
+    assert len(files) == len(EXERCISES)
+    for path in files:
+        long = [n for n, line in enumerate(path.read_text().splitlines(), 1) if len(line) > 120]
+        assert not long, f"{path.name}: lines {long} over 120 columns (a string breaks at a space: ' \\' ends the line)"
+
+
 def test_no_skeleton_diagnosis_gives_the_answer():
     # What a lesson stores for an untouched skeleton is its diagnosis: it must not contain the solution's own answer.
     spoilers = {"00.predict_path": "'AutogradCPU'", "01.schema": "Tensor(a!)", "02.composite_key": "CompositeImplicit",

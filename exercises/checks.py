@@ -5222,7 +5222,10 @@ class FakeTimer:
 
 
 def _shown(result) -> str:
-    return "(" + ", ".join(f"{value:.3f}" for value in result) + ")" if isinstance(result, tuple) else repr(result)
+    """A reported (median, q1, q3) in µs: three decimals, and two significant digits below a nanosecond."""
+    if not isinstance(result, tuple):
+        return repr(result)
+    return "(" + ", ".join(f"{v:.3f}" if v == 0 or abs(v) >= 1e-3 else f"{v:.2g}" for v in result) + ")"
 
 
 def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:

@@ -10,19 +10,11 @@ import exercises
 from exercises.mistakes import MISTAKES
 from helpers import paths
 
-EXERCISES = exercises._exercises()
-
 
 @pytest.mark.parametrize("mistake", MISTAKES, ids=lambda m: f"{m.exercise}-{m.name}")
 def test_check_catches_the_mistake(mistake):
     release = tuple(int(part) for part in importlib.metadata.version("torch").split(".")[:2])
     if mistake.torch_from and release < tuple(int(part) for part in mistake.torch_from.split(".")):
         pytest.skip(f"a mistake from torch {mistake.torch_from} on: torch {release} behaves otherwise")
-    # The same path on every run, rewritten only when the mistake changes: a C++ mistake's build is then found up to
-    # date (ninja rebuilds a library whose source path changed).
-    path = paths.BUILD / "mistakes" / f"{mistake.exercise}.{mistake.name}" / EXERCISES[mistake.exercise].file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != mistake.text():
-        path.write_text(mistake.text())
-    result = exercises.run_check(mistake.exercise, path)
+    result = exercises.run_check(mistake.exercise, mistake.write_under(paths.BUILD / "mistakes"))
     assert not result.passed and mistake.expect in result.diagnosis, result.diagnosis

@@ -63,11 +63,7 @@ def test_check_passes_on_the_solution(exercise_id):
 
 @pytest.mark.parametrize("answer", RIGHT_ANSWERS, ids=lambda a: f"{a.exercise}-{a.name}")
 def test_check_passes_a_right_answer_besides_the_solution(answer):
-    path = paths.BUILD / "right" / f"{answer.exercise}.{answer.name}" / EXERCISES[answer.exercise].file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != answer.text():  # unchanged, a C++ answer's build is up to date
-        path.write_text(answer.text())
-    result = exercises.run_check(answer.exercise, path)
+    result = exercises.run_check(answer.exercise, answer.write_under(paths.BUILD / "right"))
     assert result.passed, result.diagnosis
 
 

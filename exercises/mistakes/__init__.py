@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
 from .. import checks  # noqa: F401 - registers the exercises
 from ..toolkit import EXERCISES, FOLDER
@@ -41,6 +42,16 @@ class Mistake:
             text += solution[done:start] + new
             done = start + len(old)
         return text + solution[done:]
+
+    def write_under(self, folder: Path) -> Path:
+        """This answer's file, folder/<exercise>.<name>/<the exercise's file>: the same path on every run, rewritten
+        only when the text changed, so that a C++ answer's build is found up to date (ninja rebuilds a library whose
+        source path changed)."""
+        path = folder / f"{self.exercise}.{self.name}" / EXERCISES[self.exercise].file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text() != (text := self.text()):
+            path.write_text(text)
+        return path
 
 
 def read(exercise_id: str, kind: str = "mistake") -> list[Mistake]:

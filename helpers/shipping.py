@@ -268,7 +268,12 @@ def aoti_package(program: torch.export.ExportedProgram) -> Path:
     path = SHIPPING / f"model_{key}.pt2"
     with _locked("aoti"):
         if not path.exists():
-            with progress.Line("AOTInductor package of the exported model"):
+            # The compile writes the machine's description (AOTI_DEVICE_KEY, AOTI_CPU_ISA, ...) into the process's
+            # setting aot_inductor.metadata itself (torch/_inductor/codecache.py, AotCodeCompiler.compile): it
+            # writes into a copy, and every later compile of the process finds the setting as it was.
+            metadata = dict(torch._inductor.config.aot_inductor.metadata)
+            with (progress.Line("AOTInductor package of the exported model"),
+                  torch._inductor.config.patch({"aot_inductor.metadata": metadata})):
                 torch._inductor.aoti_compile_and_package(program, package_path=str(path))
         return path
 

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import warnings
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -164,6 +165,20 @@ def test_cpp_runner_matches_eager_with_no_python_on_two_batch_sizes(site, model_
     assert missing.returncode == 1
     # affine was decomposed
     assert missing.stderr.strip().splitlines()[-1] == "Could not find schema for workbook::matmul."
+
+
+def test_aoti_package_leaves_the_process_compile_settings_as_it_found_them(workbook, monkeypatch, tmp_path):
+    # torch's compile writes the machine's description into config.aot_inductor.metadata, the process's dict
+    # (torch/_inductor/codecache.py, AotCodeCompiler.compile); a stand-in that does the same, not a real compile (16 s).
+    def compile_as_torch_does(program, package_path):
+        torch._inductor.config.aot_inductor.metadata["AOTI_DEVICE_KEY"] = "cpu"
+        Path(package_path).write_bytes(b"")
+
+    monkeypatch.setattr(shipping, "SHIPPING", tmp_path)
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", compile_as_torch_does)
+    before = torch._inductor.config.get_config_copy()
+    shipping.aoti_package(shipping.exported_mlp()[1])
+    assert torch._inductor.config.get_config_copy() == before
 
 
 def test_jit_trace_records_the_op_and_reaches_it_through_the_tracer_key(workbook):

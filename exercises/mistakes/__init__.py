@@ -49,7 +49,8 @@ class Mistake:
         source path changed)."""
         path = folder / f"{self.exercise}.{self.name}" / EXERCISES[self.exercise].file
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_text() != (text := self.text()):
+        text = self.text()
+        if not path.exists() or path.read_text() != text:
             path.write_text(text)
         return path
 

@@ -1,37 +1,50 @@
 """Exercise 08.load_before_aoti (medium): run an AOTInductor package in production.
 
 Write `run(model_pt2, x)`: load the AOTInductor package `model_pt2` (a .pt2 file like lesson 08's, whose model calls
-workbook operators) and return the model's output for `x`. The check runs it as production would: in a fresh Python in
-which only torch and the installed wheel (`workbook_ops`) can be imported, the wheel installed in a folder of its own
-(not where lesson 08 put it), with AOTI_RUNTIME_CHECK_INPUTS=1 set as lesson 08 advises, on a file system whose times
-count whole seconds (as ext3's do). It calls `run` on two packages in turn (two models, each deployed as model.pt2 in a
-folder of its own, both of one size, one CRC-32, one Adler-32 and one modification and change time; each again on its
-input's rows in reverse order, and with its middle row changed, while the caller flushes denormal numbers to zero, has
-chosen its float32 matmul precision and warns of nondeterministic kernels), on the second file again after the first
-model was copied over it (a release deployed in place: a file of the same size, given the old file's time, as rsync -t
-and cp -p deploy), after two more releases deployed so within one second, through a link to that file after another,
-then with inputs the package refuses (too few rows, three other dtypes), once inside torch.no_grad(), once for a caller
-that chose its precision through the per-backend API (torch.backends.mkldnn.matmul.fp32_precision), three times on one
-input buffer refilled in place between the calls (through torch, then through numpy, whose writes torch's version
-counter does not see) and on the same rows twice, four times more on one file, as a server calls it once a request, on
-eight files in turn (a first round, then two more: a server may hold more models than a cache is sized for), after each
-of four releases deployed over one file in turn, and after each of four deployed by flipping a link to them (current ->
-the release, run() given current/model.pt2), after the link flipped to a release served already by its own name, then on
-a file and a link to it, the link flipped to another release, twenty times more on new inputs (what it keeps of them
-counted), on a release deployed over a file while run() loads it (and once run() has read it itself), on that file again
-an hour later by the process's clocks (time's clocks and datetime's), for a caller whose default dtype is float64, then
-by one relative name from the folders of two releases in turn (a caller that changes its working directory), and on 1025
-files in turn, twice; it checks each output (a tensor the caller can use as any other), the refusals, that grad mode,
-the number of threads, the inter-op threads, whether denormal numbers flush to zero, float32 matmul precision,
-deterministic algorithms (their warn-only mode too) and the random number generator's state are as they were after each
-call and after your file is imported (the caller sets the number of threads after the import), that Python's warning
-filters and the loggers' levels are as they were before the import, both after it and once the calls are done, that the
-calls write nothing in a release's folder, and grow neither the temporary folder, nor the home folder (where a cache
-would go), nor the models the process keeps loaded (a model that no name the caller gives leads to any more, an old
-release behind a flipped link or a release whose file was removed, is dropped by the next call on that name at the
-latest, a call that fails too), nor load a file's model again while the file is unchanged (after a request the package
-refused, or given by another name: a symbolic or a hard link to it; a model's library stays mapped after the model is
-dropped), and that nothing was loaded from the workbook's build folder.
+workbook operators) and return the model's output for `x`.
+
+The check runs it as production would: in a fresh Python in which only torch and the installed wheel (`workbook_ops`)
+can be imported, the wheel installed in a folder of its own (not where lesson 08 put it), with
+AOTI_RUNTIME_CHECK_INPUTS=1 set as lesson 08 advises, on a file system whose times count whole seconds (as ext3's do).
+It calls `run`, in this order:
+- on two packages in turn (two models, each deployed as model.pt2 in a folder of its own, both of the same size,
+  CRC-32, Adler-32, and modification and change times), each again on its input's rows in reverse order, and with its
+  middle row changed, while the caller flushes denormal numbers to zero, has chosen its float32 matmul precision and
+  warns of nondeterministic kernels;
+- on the second file again after the first model was copied over it (a release deployed in place: a file of the same
+  size, given the old file's time, as rsync -t and cp -p deploy), after two more releases deployed so within one
+  second, through a link to that file after another;
+- with inputs the package refuses (too few rows, three other dtypes), once inside torch.no_grad(), once for a caller
+  that chose its precision through the per-backend API (torch.backends.mkldnn.matmul.fp32_precision);
+- three times on one input buffer refilled in place between the calls (through torch, then through numpy, whose writes
+  torch's version counter does not see), and on the same rows twice;
+- four times more on one file, as a server calls it once per request;
+- on eight files in turn (a first round, then two more: a server may hold more models than a cache is sized for);
+- after each of four releases deployed over one file in turn, and after each of four deployed by flipping a link to
+  them (current -> the release, run() given current/model.pt2); after the link flipped to a release served already by
+  its own name; then on a file and a link to it, the link flipped to another release;
+- twenty times more on new inputs (what it keeps of them counted);
+- on a release deployed over a file while run() loads it (and once run() has read it itself), and on that file again
+  an hour later by the process's clocks (time's clocks and datetime's);
+- on one more release, for a caller whose default dtype is float64;
+- by one relative name from the folders of two releases in turn (a caller that changes its working directory);
+- on 1025 files in turn, twice.
+
+It checks each output (a tensor the caller can use as any other), the refusals, and:
+- that grad mode, the number of threads, the inter-op threads, whether denormal numbers flush to zero, float32 matmul
+  precision, deterministic algorithms (their warn-only mode too) and the random number generator's state are, after
+  each call and after your file is imported, as they were before it (the caller sets the number of threads after the
+  import);
+- that each call leaves the environment variables (os.environ, os.putenv) as it found them;
+- that Python's warning filters and the loggers' levels are as they were before the import, both after it and once the
+  calls are done;
+- that the calls write nothing in a release's folder, and grow neither the temporary folder, nor the home folder (where
+  a cache would go), nor the models the process keeps loaded: a model that no name the caller gives leads to any more
+  (an old release behind a flipped link, or a release whose file was removed) is dropped by the next call on that name
+  at the latest, a call that fails too;
+- that no call loads a file's model again while the file is unchanged (after a request the package refused, or given
+  by another name: a symbolic or a hard link to it; a model's library stays mapped after the model is dropped);
+- that nothing was loaded from the workbook's build folder.
 """
 
 import torch

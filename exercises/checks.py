@@ -2845,23 +2845,31 @@ def _cube_process_state(cube, alive: list) -> str | None:
     """cube and its backward leave the process's settings as they found them."""
     x = torch.tensor([1e-20, 0.5, -2.0], requires_grad=True)
     alive.append(x)  # kept, as _cube_samples keeps its own: a sample's x never gets this one's id()
-    # Twice: as the process starts, then for a caller that flushes denormal numbers to zero (for speed), which a
-    # backward that turns flushing off for itself must give back.
-    for flushing in (False, True):
-        if flushing and not torch.set_flush_denormal(True):  # a CPU without the flag: nothing more to try
-            break
+    gradient = torch.ones(3)  # float32, as x: made before a caller below changes the default dtype
+    # Three callers: the process as it starts; one that flushes denormal numbers to zero (for speed), which a
+    # backward that turns flushing off for itself must give back; one whose default dtype is float64, which a
+    # backward that sets a dtype for its own constants must give back, not set to float32.
+    callers = [("", lambda: True, ""),
+               (" for a caller that flushes denormal numbers to zero (torch.set_flush_denormal(True))",
+                lambda: torch.set_flush_denormal(True),  # False on a CPU without the flag: not tried there
+                " (a gradient of float32 x = 1e-20 is 3e-40, which flushing makes 0)"),
+               (" for a caller whose default dtype is float64 (torch.set_default_dtype(torch.float64))",
+                lambda: torch.set_default_dtype(torch.float64) or True,
+                " (every torch.tensor(0.1) the caller makes after it comes out float32)")]
+    for caller, set_up, example in callers:
         try:
+            if not set_up():
+                continue
             before = _process_state()
-            torch.autograd.grad(cube(x), x, torch.ones(3))
+            torch.autograd.grad(cube(x), x, gradient)
             changed = _process_state_changed(before)
         finally:
             torch.set_flush_denormal(False)
+            torch.set_default_dtype(torch.float32)
         if changed:
-            caller = " for a caller that flushes denormal numbers to zero (torch.set_flush_denormal(True))"
-            return (f"after cube(x) and its backward{caller if flushing else ''}, {changed} was not as before: a "
-                    "setting that outlives the call, so everything that runs after it runs changed (a gradient of "
-                    "float32 x = 1e-20 is 3e-40, which flushing makes 0). What a kernel or a backward changes, it "
-                    "sets back (lesson 00, section 2)")
+            return (f"after cube(x) and its backward{caller}, {changed} was not as before: a setting that outlives "
+                    f"the call, so everything that runs after it runs changed{example}. What a kernel or a backward "
+                    "changes, it sets back (lesson 00, section 2)")
     return None
 
 
@@ -6200,8 +6208,14 @@ def load_before_aoti(path: Path) -> Result:
             _padded_package(models[n % 2][1], release, size, fill=bytes([n + 21]))
         retiring = Path(elsewhere) / "retiring.pt2"  # a release of its own, to be removed once served
         _padded_package(models[0][1], retiring, size, fill=bytes([31]))
+        import inspect  # here: only this check copies a function into its fresh Python
+        import textwrap
+
+        environment_reader = textwrap.indent(inspect.getsource(_c_environment), " " * 12).lstrip()
         program = f"""
             import json, os, shutil, sys, types, torch, weakref
+
+            {environment_reader}
 
             def stop_unless(right):  # the check reports the first wrong step: the steps after it would not change that
                 if not right:
@@ -6381,15 +6395,25 @@ def load_before_aoti(path: Path) -> Result:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
             python_imported = python_settings()
             # run() writes nothing beside the release it is given (a read-only volume, an image's layer): the folder
-            # its name gives, and the one it resolves to, keep their times to the nanosecond through the call.
-            given_run, wrote_beside = answer.run, []
+            # its name gives, and the one it resolves to, keep their times to the nanosecond through the call. And it
+            # leaves the process's environment as it found it (a TMPDIR of its own for a load, say).
+            given_run, wrote_beside, environment_changed = answer.run, [], []
 
             def run_watched(model_pt2, x):
                 folders = {{os.path.dirname(os.path.abspath(model_pt2)), os.path.dirname(os.path.realpath(model_pt2))}}
                 before = {{folder: folder_stat(folder).st_mtime_ns for folder in folders}}
+                environment = _c_environment()
                 try:
                     return given_run(model_pt2, x)
                 finally:
+                    now = _c_environment()
+                    changed = {{name: [environment.get(name), now.get(name)] for name in sorted({{*environment, *now}})
+                               if environment.get(name) != now.get(name)
+                               and not (name == {_SET_BY_TORCH!r} and name not in environment)}}
+                    if changed and not environment_changed:
+                        environment_changed.append(None)
+                        called = os.path.relpath(os.path.abspath(model_pt2), {str(elsewhere)!r})
+                        print("ENVIRONMENT CHANGED", json.dumps([called, changed]), flush=True)
                     if not wrote_beside and any(os.path.isdir(folder) and folder_stat(folder).st_mtime_ns != time
                                                 for folder, time in before.items()):
                         wrote_beside.append(None)
@@ -6755,6 +6779,18 @@ def load_before_aoti(path: Path) -> Result:
     from_build = [json.loads(line.removeprefix("FROM THE BUILD ")) for line in lines
                   if line.startswith("FROM THE BUILD ")]
     stopped = "STOPPED" in lines  # at its first wrong step: the one the checks below report
+    if changed := [json.loads(line.removeprefix("ENVIRONMENT CHANGED ")) for line in lines
+                   if line.startswith("ENVIRONMENT CHANGED ")]:  # first: a later call may fail for it
+        called, variables = changed[0]
+        changes = "; ".join(f"{name} {'not set' if before is None else repr(before)} before the call, "
+                            f"{'not set' if after is None else repr(after)} after it"
+                            for name, (before, after) in variables.items())
+        temporary = (", and every temporary folder made after it goes where TMPDIR says (torch's loader makes one per "
+                     "load)" if "TMPDIR" in variables else "")
+        return Result(False, f"in the fresh Python, run() on {called} left the process's environment changed "
+                             f"(os.environ, os.putenv): {changes}. Every process the server starts inherits "
+                             f"{'them' if len(variables) > 1 else 'it'}{temporary}. What a call changes, it sets "
+                             "back (lesson 00, section 2).")
     if not from_build and not stopped:  # it raised, or ended: the error that ended the fresh Python, not the log lines
         # torch may print on the way (a CUDA build of torch on a machine without a GPU logs "No CUDA runtime is found")
         errors = [line for line in lines if "Error" in line]

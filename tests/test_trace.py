@@ -260,6 +260,25 @@ def test_inside_vmap_a_functorch_hack_kernel_ends_the_walk():
     assert ran == ["AutogradCPU", ["FuncTorchDynamicLayerFrontMode"]]
 
 
+def test_backend_select_hands_a_factory_on_past_the_threads_sets_and_a_tensor_call_through_them():
+    # torchgen/gen.py, ComputeBackendSelect: with no tensor argument the key computed from the call's options is handed
+    # on as it is; with tensors too, c10::impl::computeDispatchKeySet applies the thread's include and exclude sets.
+    reached, marker, x = [], torch.zeros(1), torch.ones(2)  # made before any guard
+
+    def kernel_of(name):
+        return lambda *args, **kwargs: reached.append(name) or marker
+
+    with torch.library._scoped_library("aten", "IMPL") as library:
+        for name in ("empty.memory_format", "_to_copy"):
+            library.impl(name, kernel_of(name), "PrivateUse3")  # a backend nothing else registers at
+        with torch._C._IncludeDispatchKeyGuard(torch._C.DispatchKey.PrivateUse3):
+            torch.ops.aten.empty.memory_format([2])
+            torch.ops.aten._to_copy.default(x, dtype=torch.float64)
+    with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)):
+        made = torch.ops.aten.empty.memory_format([2])  # empty has no Undefined kernel to fall to, were CPU excluded
+    assert reached == ["_to_copy"] and made.device.type == "cpu"
+
+
 def test_a_factory_call_without_a_device_goes_to_cpu_whatever_python_s_default_device():
     # torch.set_default_device fills in the device of torch's Python functions (torch.zeros), not of an operator's
     # call: c10 picks CPU for a device left out.

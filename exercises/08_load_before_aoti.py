@@ -28,7 +28,9 @@ It calls `run`, in this order:
   an hour later by the process's clocks (time's clocks and datetime's);
 - on one more release, for a caller whose default dtype is float64;
 - by one relative name from the folders of two releases in turn (a caller that changes its working directory);
-- on 1025 files in turn, twice.
+- on 1025 files in turn, twice;
+- on a release, then four times on it once torn (a copy cut off halfway, as a full disk or a killed deploy leaves
+  it).
 
 It checks each output (a tensor the caller can use as any other), the refusals, and:
 - that grad mode, the number of threads, the inter-op threads, whether denormal numbers flush to zero, float32 matmul

@@ -155,6 +155,8 @@ def load_sources(name: str, sources: list[Path], label: str | None = None, optim
     cold = not library.exists()
     if cold and toolchain.is_parallel(sources) and not tools.openmp.startswith("OpenMP on"):
         print(tools.openmp, file=sys.stderr)
+    if cold and tools.runtime:
+        print(f"Warning: {tools.runtime}", file=sys.stderr)
     try:
         with progress.Line(label) if cold else nullcontext():
             torch.utils.cpp_extension.load(

@@ -10,6 +10,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -48,6 +49,7 @@ class Toolchain:
     openmp_cflags: list[str]  # for layers that use at::parallel_for, where OpenMP works
     openmp_ldflags: list[str]
     openmp: str  # how at::parallel_for gets its threads, or why it runs on one
+    runtime: str  # "" where the layers share the process's C++ runtime, else why they do not (a warning)
 
     def flags(self, sources: list[Path]) -> tuple[list[str], list[str]]:
         """(cflags, ldflags) for a layer. OpenMP only for parallel layers: one without parallel loops
@@ -58,7 +60,8 @@ class Toolchain:
 
     def describe(self) -> str:
         flags = " ".join([*self.cflags, *self.openmp_cflags])
-        return f"{self.compiler}; CPU capability {self.capability}; flags {flags}; {self.openmp}"
+        return f"{self.compiler}; CPU capability {self.capability}; flags {flags}; {self.openmp}" + (
+            f"; {self.runtime}" if self.runtime else "")
 
 
 def is_parallel(sources: list[Path]) -> bool:
@@ -97,10 +100,29 @@ extern "C" int workbook_openmp_threads() {
 """
 
 
-def _compile_probe(folder: Path, name: str, cflags: list[str], ldflags: list[str]) -> tuple[Path | None, str]:
-    """Compile OPENMP_PROBE into a shared library the way torch builds a layer (compile, then link)."""
-    source, obj, library = folder / "probe.cpp", folder / f"{name}.o", folder / f"{name}.so"
-    source.write_text(OPENMP_PROBE)
+# The C++ runtime: torch's libraries and the layers should share one libstdc++ (or libc++), the one the process loaded.
+# A compiler that links a copy of it into each library (with -static-libstdc++, say) gives each layer a runtime of its
+# own. A lent GPU machine's $CXX, a wrapper, did (the layers defined libstdc++'s symbols; ldd listed no libstdc++.so):
+# there the trace recorder's std::ostringstream and one refused input crashed the process (a segmentation fault), and
+# the system's g++ (CXX=/usr/bin/g++) built layers that passed. Here, a copy of the very runtime the process loaded
+# works: the warning names a risk, not a certain crash.
+RUNTIME_PROBE = """
+#include <sstream>
+extern "C" int workbook_runtime_probe() {
+  std::ostringstream out;
+  out << 42;
+  return static_cast<int>(out.str().size());
+}
+"""
+# std::basic_ostream<char>'s symbols: libstdc++ (_ZNSo) and libc++ (_ZNSt3__113basic_ostream).
+RUNTIME_SYMBOLS = re.compile(r"\b(_ZNSo|_ZNSt3__113basic_ostream)\w*")
+
+
+def _compile_probe(folder: Path, name: str, cflags: list[str], ldflags: list[str],
+                   code: str = OPENMP_PROBE) -> tuple[Path | None, str]:
+    """Compile `code` into a shared library the way torch builds a layer (compile, then link)."""
+    source, obj, library = folder / f"{name}.cpp", folder / f"{name}.o", folder / f"{name}.so"
+    source.write_text(code)
     for command in ([paths.compiler(), "-c", "-fPIC", *cflags, str(source), "-o", str(obj)],
                     [paths.compiler(), "-shared", str(obj), *ldflags, "-o", str(library)]):  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True)
@@ -137,13 +159,26 @@ def _probe_openmp(folder: Path) -> tuple[list[str], list[str], str]:
                     "or install clang's OpenMP runtime (Debian/Ubuntu: libomp-dev; macOS: brew install libomp)")
 
 
+def _probe_runtime(folder: Path) -> str:
+    """"" where a library the compiler links leaves the C++ runtime to the process, else a warning that says why."""
+    library, _ = _compile_probe(folder, "runtime", [], [], RUNTIME_PROBE)
+    if library is None or shutil.which("nm") is None:
+        return ""  # no verdict: a compile error shows up in the first layer's build
+    defined = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True).stdout
+    if not (found := RUNTIME_SYMBOLS.search(defined)):
+        return ""
+    return (f"the C++ runtime is linked INTO each library (it defines {found.group(0)}): each layer then has a copy of "
+            "its own beside the one torch loaded, which can crash the process (seen once: a segmentation fault in the "
+            "trace recorder). Set CXX to a compiler that links it as a shared library (e.g. CXX=/usr/bin/g++)")
+
+
 @functools.cache
 def toolchain() -> Toolchain:
     """Probe the compiler once per machine, compiler and torch (about a second), then read the cache."""
     version = subprocess.run([paths.compiler(), "--version"], capture_output=True, text=True).stdout.splitlines()
     compiler = f"{paths.compiler()} ({version[0] if version else 'unknown version'})"
     capability = torch.backends.cpu.get_cpu_capability()
-    identity = f"v2 {compiler} {capability} {torch.__version__} {os.environ.get('WORKBOOK_OPENMP', '')}"
+    identity = f"v3 {compiler} {capability} {torch.__version__} {os.environ.get('WORKBOOK_OPENMP', '')}"
     cached = paths.BUILD_DIR / f"toolchain_{paths.content_hash([], identity, length=10)}.json"
     if cached.exists():
         found = Toolchain(**json.loads(cached.read_text()))
@@ -155,7 +190,8 @@ def toolchain() -> Toolchain:
             if not _accepts(vector, Path(folder)):
                 capability, vector = f"DEFAULT (the compiler refused {capability}'s flags)", CAPABILITY_FLAGS["DEFAULT"]
             openmp_cflags, openmp_ldflags, openmp = _probe_openmp(Path(folder))
-        found = Toolchain(compiler, capability, optimize + vector, openmp_cflags, openmp_ldflags, openmp)
+            runtime = _probe_runtime(Path(folder))
+        found = Toolchain(compiler, capability, optimize + vector, openmp_cflags, openmp_ldflags, openmp, runtime)
         cached.write_text(json.dumps(asdict(found)))
         print(f"Compiler probed: {found.describe()}", file=sys.stderr)
     return found

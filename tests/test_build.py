@@ -136,6 +136,22 @@ def test_a_compiler_without_openmp_builds_and_says_kernels_run_on_one_thread(
     assert build.load("tiny").compiled and "ONE thread" in capsys.readouterr().err  # a parallel layer: the log says so
 
 
+def test_a_compiler_that_links_the_cpp_runtime_into_each_library_gets_a_warning(tmp_path, monkeypatch):
+    # A lent GPU machine's $CXX did this; the layers it built crashed in the trace recorder (helpers/toolchain.py).
+    wrapper = tmp_path / "static-runtime-c++"
+    wrapper.write_text(f'#!/bin/sh\nexec {shutil.which(paths.compiler())} -static-libstdc++ "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CXX", str(wrapper))
+    toolchain.toolchain.cache_clear()
+    try:
+        static = toolchain.toolchain()
+    finally:
+        toolchain.toolchain.cache_clear()
+    assert "linked INTO each library (it defines _ZNSo" in static.runtime and static.runtime in static.describe()
+    monkeypatch.delenv("CXX")
+    assert toolchain.toolchain().runtime == ""  # the compiler of the test run leaves the runtime to the process
+
+
 def test_openmp_flags_go_to_parallel_layers_only():
     tools = toolchain.toolchain()
     assert toolchain.is_parallel(build.layer_sources("cpu"))

@@ -10,6 +10,7 @@ passes.
 from __future__ import annotations
 
 import ast
+import inspect
 import math
 import random
 import re
@@ -725,6 +726,15 @@ def _broken_promises(name: str, schema, tags, truth: _AliasTruth) -> list[str]:
             problems.append(f"{name}: output {i} shares storage with `{shares}`, and your schema does not say so")
         problems += [f"{name}: your schema says output {i} may share storage with `{argument}`, and it never does"
                      for argument in truth.arguments if argument in promised - {shares}]
+    # A read-only argument in an alias set that no output shares: torch reads the set as "returns a view of it"
+    # (FunctionSchema._is_view_op, torch.fx.passes.reinplace's _is_view_op: the first argument's annotation).
+    returned = set().union(*(r.alias_info.before_set for r in schema.returns if r.alias_info))
+    problems += [f"{name}: your schema puts `{argument.name}`, which the call only reads, in alias set "
+                 f"{', '.join(sorted(argument.alias_info.before_set))}, and no output is in it: torch reads a "
+                 "read-only argument's alias set as the promise that the operator returns a view of it "
+                 "(FunctionSchema._is_view_op, which torch.fx.passes.reinplace reads), and the kernel returns none"
+                 for argument in schema.arguments if argument.alias_info and not argument.alias_info.is_write
+                 and not argument.alias_info.before_set & returned and "*" not in returned]
     mutation_tags = {tag for tag in tags if tag in _MUTATION_TAGS}
     if truth.tag and truth.tag not in mutation_tags:
         problems.append(f"{name}: it returns arguments it writes, and no tag says which kind of mutation that is: "
@@ -1065,6 +1075,7 @@ def composite_key(path: Path) -> Result:
             if changed := _process_state_changed(before):
                 problems.append(f"{what}: the call changed {changed}, for everything the process runs later: a "
                                 "kernel changes nothing but its output")
+                break  # once: every later case would say it again
             expected = (torch.log1p(torch.exp(2 * x.double())) / 2).to(x.dtype)
             precision = torch.finfo(x.dtype).eps * 16  # a few roundings in the input's own dtype, relative: 0 < values
             if (out.dtype, out.shape, out.device) != (x.dtype, x.shape, x.device):
@@ -1417,6 +1428,19 @@ def meta_kernel(path: Path) -> Result:
         if (tuple(fake.shape), fake.stride(), fake.dtype) != ((n, m), (m, 1), torch.float32):
             return Result(False, f"{what} your kernel gives shape {list(fake.shape)}, strides {list(fake.stride())}, "
                                  f"{fake.dtype}: not the CPU kernel's output (lesson 02, section 2)")
+    # Nor a decision about them: a guard (a fast path for large outputs, say) holds the graph to one side of it, and
+    # sizes on the other side compile it again; the three sizes above may all fall on one side.
+    mode, shape_env, (a, b) = _symbolic_fakes(torch.randn(3, 4), torch.randn(5, 2))
+    shown = " and ".join(f"[{', '.join(str(size) for size in t.shape)}]" for t in (a, b))
+    with mode:
+        outer(a, b)
+    if guards := [str(guard.expr) for guard in shape_env.guards]:
+        return Result(False, f"on fake tensors of symbolic shapes {shown}, your Meta kernel decided something about "
+                             f"the sizes: torch recorded the guard {guards[0]}"
+                             + (f" (and {len(guards) - 1} more)" if len(guards) > 1 else "") + ", so a graph "
+                             "compiled with torch.compile(dynamic=True) holds only where it holds, and sizes where it "
+                             "does not compile it again. A Meta kernel computes the output's sizes from the "
+                             f"inputs', and decides nothing about them ({_SYMBOLS})")
     return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
                         "its refusals, one compile for three sizes, a size no trace knows, and four threads at once")
 
@@ -1474,6 +1498,7 @@ def fallthrough(path: Path) -> Result:
         definition.impl("doubled", lambda x: x * 2, "CPU")
         torch.library.register_autograd("exercise::doubled", lambda ctx, grad: grad * 2, lib=definition)
         neighbour = trace.dispatch_table("exercise::doubled")
+        dangling = torch._C._dispatch_find_dangling_impls()  # registrations for operators no library defines (yet)
         op = torch.ops.exercise.count_odd
         before, mode = trace.dispatch_table(op), torch._C._get_autograd_fallback_mode()
         library = torch.library.Library("exercise", "FRAGMENT")  # the reader's, apart from the definition's
@@ -1490,6 +1515,13 @@ def fallthrough(path: Path) -> Result:
             return Result(False, "register changed the dispatch table of exercise::doubled, another operator of the "
                                  "namespace, too: it loses its gradient (its Autograd keys fall through). The "
                                  "registration must change count_odd's dispatch table only (lesson 03, section 2).")
+        if added := [entry.split("\n")[0].removeprefix("name: ")
+                     for entry in torch._C._dispatch_find_dangling_impls() if entry not in dangling]:
+            return Result(False, f"register also registered a kernel for {', '.join(added)}, an operator no library "
+                                 "has defined yet: once one defines it (another file of the namespace, imported "
+                                 "later), that registration is in its dispatch table too (a fallthrough at Autograd: "
+                                 "it loses its gradient). The registration must change count_odd's dispatch table "
+                                 "only (lesson 03, section 2).")
         if list(warnings.filters) != filters:
             return Result(False, "register changed Python's warning filters (warnings.filters): a process-wide "
                                  "setting that outlives lib, and hides torch's warnings for every operator, not "
@@ -2833,7 +2865,19 @@ def _cube_large_grad_output_untouched(cube) -> str | None:
     grad_output = torch.full_like(x, 0.5)
     torch.autograd.grad(cube(x), x, grad_output)
     if torch.all(grad_output == 0.5):
-        return None
+        # And past any size: on meta tensors of 2**40 elements (no memory), where a write shows by the gradient's
+        # version counter (a meta tensor has no values to read).
+        x = torch.empty(1 << 40, device="meta", requires_grad=True)
+        grad_output = torch.empty(1 << 40, device="meta")
+        before = grad_output._version
+        torch.autograd.grad(cube(x), x, grad_output)
+        if grad_output._version == before:
+            return None
+        return ("torch.autograd.grad(cube(x), x, grad_output) on meta tensors of 2**40 elements: grad_output's "
+                "version counter moved: your backward wrote into the gradient it received, on a large one. autograd "
+                "hands one gradient tensor to several backwards (the two inputs of an add share it), and the caller's "
+                "grad_output comes in as it is: the next backward to read it reads your result. A backward returns a "
+                "new tensor (lesson 04, section 3: what a backward receives)")
     return ("torch.autograd.grad(cube(x), x, grad_output), x of 4194304 elements and grad_output all 0.5: afterwards, "
             "grad_output holds other values: your backward wrote into the gradient it received, on a large one. "
             "autograd hands one gradient tensor to several backwards (the two inputs of an add share it), and the "
@@ -3254,6 +3298,16 @@ def redispatch(path: Path) -> Result:
                                  f"derivative of x's gradient (2 * v) with respect to v is {found}, where it is "
                                  "[2.0, 2.0, 2.0]: backward's result does not record how it depends on v (lesson 04, "
                                  "section 1)")
+        # A float64 gradient of values float32 cannot hold: torch's x * 2 gives 2 * g exactly.
+        x = torch.tensor([1.0, 3.0], dtype=torch.float64, requires_grad=True)
+        gradient = torch.tensor([1 + 1e-9, 1 / 3], dtype=torch.float64)
+        op(x).backward(gradient)
+        if not torch.equal(x.grad, 2 * gradient):
+            return Result(False, "scale2(x).backward(g), x and g float64, g = [1 + 1e-9, 1/3]: x.grad is "
+                                 f"{x.grad.tolist()}, where torch's x * 2 gives {(2 * gradient).tolist()}, exactly: "
+                                 "your backward computed in another dtype than the gradient's (float32?), and "
+                                 "autograd cast its result back to x's dtype without a word. A backward computes in "
+                                 "the dtype of the gradient it receives (lesson 04, section 1)")
         # A gradient of another layout than x's (a sparse one for a dense x, as an embedding's arrives): whatever
         # backward runs, it runs on the gradient's own keys, never on x's.
         x = values.clone().requires_grad_()
@@ -3480,7 +3534,8 @@ def register_autocast(path: Path) -> Result:
                         "whatever autocast's dtype was when your registration ran, or is when the call runs (lesson "
                         "05, section 7: the dtype register_autocast casts to)")
             if out.dtype != dtype:
-                return f"{what} returned {out.dtype}: a matrix product runs in the region's lower precision (lesson 05)"
+                return (f"{what} returned {out.dtype}, where {dtype} is right: inside autocast, the task casts mm2's "
+                        "eligible inputs to bfloat16 (lesson 05, section 7: register_autocast)")
             if received != [(dtype, dtype)]:
                 return (f"{what}: mm2's CPU kernel ran {len(received)} time(s), on {_dtype_names(received[0])}, though "
                         f"the result is {dtype}: the inputs must be cast before the kernel runs, once")
@@ -4438,6 +4493,37 @@ def _checks_with_asserts(path: Path, as_what: str) -> Result | None:
     return None
 
 
+def _accepted_under_python_o(path: Path, refused: list[tuple[str, str]], as_what: str) -> Result | None:
+    """The answer's fake(a, b), in a new `python -O` process, on meta tensors it must refuse (what, the code that makes
+    a and b): python -O drops assert statements and code under __debug__, and code that asks sys.flags.optimize (or
+    anything else) whether it runs so may skip itself; only running it so shows every spelling."""
+    import subprocess
+
+    driver = f"""
+import importlib.util, torch
+spec = importlib.util.spec_from_file_location("answer", {str(path)!r})
+answer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(answer)
+for what, make in {refused!r}:
+    a, b = eval(make)
+    try:
+        answer.fake(a, b)
+    except Exception:
+        continue
+    print(what)
+    break
+"""
+    done = subprocess.run([sys.executable, "-O", "-c", driver], capture_output=True, text=True, timeout=300,
+                          cwd=path.parent)
+    if done.returncode != 0 or not (accepted := done.stdout.strip()):
+        return None  # refused every one; a file that fails to load under -O fails elsewhere first
+    return Result(False, f"under `python -O`, your fake kernel accepted {accepted}, which it refuses otherwise: "
+                         "python -O removes assert statements and code under __debug__, and code that asks whether "
+                         "Python runs optimized may skip itself. A fake kernel that refuses only when not optimized "
+                         "traces calls eager refuses. Refuse with an error that always runs (torch._check, or raise), "
+                         f"as {as_what}")
+
+
 def _fake_refused_otherwise(what: str, error: Exception) -> str:
     said = f" ({str(error).strip().splitlines()[0][:120]})" if str(error).strip() else ""
     return (f"{what}, which the real kernel, torch.stack, refuses with a RuntimeError: your fake kernel raised "
@@ -4602,6 +4688,12 @@ def fake_kernel(path: Path) -> Result:
                           f"for a {a.dtype} and a {b.dtype} tensor") + f" of shape {list(a.shape)}"
                 return Result(False, f"{inputs} (strides {list(a.stride())}): opcheck's {', '.join(failed)} failed: "
                                      "the fake output must match the real one's shape, dtype, device and strides")
+        if told := _accepted_under_python_o(path, [
+                ("two tensors of shapes [3, 4] and [4, 3]",
+                 "torch.ones(3, 4, device='meta'), torch.ones(4, 3, device='meta')"),
+                ("a meta and a CPU tensor of shape [3, 4]", "torch.ones(3, 4, device='meta'), torch.ones(3, 4)")],
+                "torch.stack's own checks do"):
+            return told
         return Result(True, "shape, dtype, device and strides match the real kernel's, for every input, and symbolic "
                             "sizes stay symbolic, an unknown one too")
 
@@ -5378,6 +5470,12 @@ def _c_environment() -> dict[str, str]:
         environment[name] = value
         index += 1
     return environment
+
+
+# Its source, which 08.load_before_aoti's fresh Python runs a copy of: read as this module is imported, the code it
+# runs here. Read when the check runs, it would be the file on disk then, which may have changed since (a checkout
+# updated while a Jupyter kernel holds this module).
+_C_ENVIRONMENT_SOURCE = inspect.getsource(_c_environment)
 
 
 # torch writes TORCHINDUCTOR_CACHE_DIR itself the first time it reads it (torch/_inductor/runtime/cache_dir_utils.py,
@@ -6208,10 +6306,9 @@ def load_before_aoti(path: Path) -> Result:
             _padded_package(models[n % 2][1], release, size, fill=bytes([n + 21]))
         retiring = Path(elsewhere) / "retiring.pt2"  # a release of its own, to be removed once served
         _padded_package(models[0][1], retiring, size, fill=bytes([31]))
-        import inspect  # here: only this check copies a function into its fresh Python
         import textwrap
 
-        environment_reader = textwrap.indent(inspect.getsource(_c_environment), " " * 12).lstrip()
+        environment_reader = textwrap.indent(_C_ENVIRONMENT_SOURCE, " " * 12).lstrip()
         program = f"""
             import json, os, shutil, sys, types, torch, weakref
 
@@ -6289,13 +6386,16 @@ def load_before_aoti(path: Path) -> Result:
 
             folder_stat = os.stat  # the file system's own times, for the folders run() must not write in
             os.stat, os.lstat, os.fstat = whole_seconds(os.stat), whole_seconds(os.lstat), whole_seconds(os.fstat)
-            # AOTInductor's loader, which deploys a release over the file it loads once it has read it, when asked.
-            import torch._inductor
-            load_package, deploy_during_load = torch._inductor.aoti_load_package, []
+            # AOTInductor's loader, which deploys a release over the file it loads once it has read it, when asked:
+            # load_package, which torch._inductor.aoti_load_package imports and calls, and which an answer may call
+            # itself (by either module's name).
+            import torch._inductor.package
+            import torch._inductor.package.package
+            load_package, deploy_during_load = torch._inductor.package.load_package, []
 
             # At the last step, the files of many releases of one model, each loaded in an instant: the model behind
             # them is loaded once, and each load of one of them, counted, returns a StandIn for it (1025 real loads take
-            # seconds). A load by another way than aoti_load_package is a real one, seen in the process's mappings.
+            # seconds). A load by another way than load_package is a real one, seen in the process's mappings.
             stand_in_for, loads_stood_in = {{}}, [0]
 
             class StandIn:
@@ -6313,7 +6413,7 @@ def load_before_aoti(path: Path) -> Result:
                     return set()
                 # A mapping's path is its sixth field. A model's library stays mapped after the model is dropped,
                 # " (deleted)": the model removes the file it extracted, and nothing unmaps it. A model kept maps one
-                # not deleted, or one whose model aoti_load_package returned is alive still (an answer may remove the
+                # not deleted, or one whose model load_package returned is alive still (an answer may remove the
                 # folder a load extracted into itself). Each load extracts its library anew, under a path of its own.
                 paths = {{line.split(maxsplit=5)[5].strip() for line in python_open("/proc/self/maps")
                          if len(line.split(maxsplit=5)) == 6}}
@@ -6324,7 +6424,7 @@ def load_before_aoti(path: Path) -> Result:
                 return {{path.removesuffix(" (deleted)") for path in paths if path.endswith(".wrapper.so")
                         or path.endswith(".wrapper.so (deleted)") and path.removesuffix(" (deleted)") in alive}}
 
-            models_loaded = []  # (a weak reference to a model aoti_load_package loaded, the libraries its load mapped)
+            models_loaded = []  # (a weak reference to a model load_package loaded, the libraries its load mapped)
 
             def loading(*args, **kwargs):
                 if stand_in_for:
@@ -6347,7 +6447,7 @@ def load_before_aoti(path: Path) -> Result:
                     shutil.copyfile(*deploy_during_load.pop())
                 return model
 
-            torch._inductor.aoti_load_package = loading
+            torch._inductor.package.load_package = torch._inductor.package.package.load_package = loading
             # And Python's open(), which deploys a release over a file once a read of it is closed, when asked.
             import builtins, io
             python_open, deploy_after_read = builtins.open, []
@@ -6670,7 +6770,7 @@ def load_before_aoti(path: Path) -> Result:
             shutil.copyfile({str(racing[0])!r}, race)
             deploy_during_load.append(({str(racing[1])!r}, race))
             answer.run(race, x_race)
-            deployed = not deploy_during_load  # not where run() loads otherwise than through aoti_load_package
+            deployed = not deploy_during_load  # not where run() loads otherwise than through load_package
             deploy_during_load.clear()
             served = bool(torch.allclose(answer.run(race, x_race), outputs_race[int(deployed)], atol=1e-6))
             before = len(models_mapped())
@@ -6806,7 +6906,7 @@ def load_before_aoti(path: Path) -> Result:
         last = errors[-1] if errors else "(nothing printed)"
         where = (" (the check sets AOTI_RUNTIME_CHECK_INPUTS=1, as the lesson advises): which batch sizes the compiled "
                  "model takes" if "too small" in last else ": what the package holds of the operators it calls, and "
-                 "what it does not")
+                 "what it does not" if any(word in last for word in ("schema", "operator", "workbook::")) else "")
         return Result(False, f"in the fresh Python, {when}: {last}{hint}{where}.")
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, float16, no_grad, new_api, mapped,
      after_refusals,
@@ -7496,6 +7596,16 @@ def stable_autograd(path: Path) -> Result:
                                  + hint)
         if any(FALLBACK_WARNING in str(w.message) for w in caught):
             return Result(False, f"{what}: the gradient came from torch's autograd fallback, not from a formula" + hint)
+    if problem := _accepted_under_python_o(path, [
+            ("`self` of shape [3, 4] and `other` of shape [4, 3]",
+             "torch.ones(3, 4, device='meta'), torch.ones(4, 3, device='meta')"),
+            ("two complex64 tensors", "torch.ones(3, 4, dtype=torch.complex64, device='meta'), "
+                                      "torch.ones(3, 4, dtype=torch.complex64, device='meta')"),
+            ("a float32 `self` and a float64 `other`",
+             "torch.ones(3, 4, device='meta'), torch.ones(3, 4, dtype=torch.float64, device='meta')"),
+            ("a meta `self` and a CPU `other`", "torch.ones(3, 4, device='meta'), torch.ones(3, 4)")],
+            "the CPU kernel's TORCH_CHECKs do"):
+        return problem
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")
@@ -8817,8 +8927,8 @@ def upcast_mode(path: Path) -> Result:
         # A write autograd must see: x saved by weight * x, then a call that writes x. Without the mode, the kernel's
         # own write (x.mul_, an out= product, x[:2] = 1) moves x's version counter, and backward refuses the changed
         # x; under a mode the kernel runs with every key above Python excluded, ADInplaceOrView among them, so its
-        # writes, and the mode's copy back into x, move nothing: a silent wrong gradient. (A float32 call, which the
-        # mode hands on as it is, loses its bump under any mode, one that only hands calls on too: not asked.)
+        # writes, and the mode's copy back into x, move nothing: a silent wrong gradient. A float32 call, which the
+        # mode hands on as it is, loses its bump so too (under any mode that hands calls on): the caller notices.
         for dtype in _HALF:
             half = str(dtype).removeprefix("torch.")
             for what, x_dtype, write in [
@@ -8864,6 +8974,20 @@ def upcast_mode(path: Path) -> Result:
                                      "nothing of x's, and backward runs. An argument counts as written where the "
                                      f"schema marks it written (`!`), not because the operator writes something{hint}")
             del product
+        weight, x = torch.ones(3, requires_grad=True), torch.tensor([1.0, 2.0, 3.0])
+        product = weight * x
+        before = x._version
+        with mode:
+            torch.ops.exercise.scale_(x, 3.0)
+        if x._version == before:
+            return Result(False, "scale_(x, 3.0) on a float32 x that autograd had saved (weight * x, weight requiring "
+                                 "grad), a call with no half tensor: x's version counter did not move, so "
+                                 "product.sum().backward() runs on the new x and gives weight a wrong gradient, where "
+                                 "the same call without the mode moves it (the kernel's write counts there), and "
+                                 "backward refuses. A call the mode hands on as it is loses that count too. While "
+                                 "__torch_dispatch__ runs, which keys are excluded, and what does that make of a "
+                                 f"write?{hint}")
+        del product
     finally:
         library._destroy()
     return Result(True, "no kernel saw a float16 or bfloat16 tensor; outputs in the call's dtype (counts as they "

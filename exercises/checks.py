@@ -18,7 +18,7 @@ import sys
 import traceback
 import warnings
 import weakref
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -735,6 +735,13 @@ def _broken_promises(name: str, schema, tags, truth: _AliasTruth) -> list[str]:
                  "(FunctionSchema._is_view_op, which torch.fx.passes.reinplace reads), and the kernel returns none"
                  for argument in schema.arguments if argument.alias_info and not argument.alias_info.is_write
                  and not argument.alias_info.before_set & returned and "*" not in returned]
+    # And an output in an alias set no argument is in: an annotation that names no memory of the call's.
+    given = set().union(*(a.alias_info.before_set for a in schema.arguments if a.alias_info))
+    problems += [f"{name}: your schema puts output {i} in alias set {', '.join(sorted(r.alias_info.before_set))}, "
+                 "which no argument is in: an output's annotation says which argument's memory it may share, and a "
+                 "new tensor shares none, so it carries no annotation (lesson 01, aliasing)"
+                 for i, r in enumerate(schema.returns, 1) if r.alias_info and "*" not in r.alias_info.before_set
+                 and not r.alias_info.before_set & given]
     mutation_tags = {tag for tag in tags if tag in _MUTATION_TAGS}
     if truth.tag and truth.tag not in mutation_tags:
         problems.append(f"{name}: it returns arguments it writes, and no tag says which kind of mutation that is: "
@@ -2914,6 +2921,20 @@ def _cube_process_state(cube, alive: list) -> str | None:
             return (f"after cube(x) and its backward{caller}, {changed} was not as before: a setting that outlives "
                     f"the call, so everything that runs after it runs changed{example}. What a kernel or a backward "
                     "changes, it sets back (lesson 00, section 2)")
+    # And after a backward autograd refuses (x changed in place after forward): it sets back what it set there too.
+    changed_x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    alive.append(changed_x)
+    out = cube(changed_x)
+    with torch.no_grad():
+        changed_x.mul_(2)
+    before = _process_state()
+    with suppress(RuntimeError):  # refused, as torch refuses its own x ** 3's backward then
+        torch.autograd.grad(out, changed_x, torch.ones(3))
+    if changed := _process_state_changed(before):
+        return (f"after a backward autograd refused (x changed in place after forward: x.mul_(2)), {changed} was "
+                "not as before: a setting your backward changed and sets back only when it returns stays changed "
+                "when it raises. What a backward changes, it sets back whatever happens (try/finally; lesson 00, "
+                "section 2)")
     return None
 
 
@@ -4042,17 +4063,18 @@ def _sum_squares_mixed_xs(op) -> str | None:
 
 
 class _OnAGpu(torch.Tensor):
-    """A tensor whose device is cuda, on any machine: it dispatches as a GPU's tensor does (its keys are CUDA's,
-    AutocastCUDA among them, and is_cuda() is true), casts to one like itself, and has no kernel for anything else."""
+    """A tensor whose device is cuda (or another accelerator's), on any machine: it dispatches as a GPU's tensor does
+    (its keys are CUDA's, AutocastCUDA among them, and is_cuda() is true), casts to one like itself, and has no kernel
+    for anything else."""
 
     @staticmethod
-    def __new__(cls, size, dtype):
-        return torch.Tensor._make_wrapper_subclass(cls, size, dtype=dtype, device="cuda")
+    def __new__(cls, size, dtype, device="cuda"):
+        return torch.Tensor._make_wrapper_subclass(cls, size, dtype=dtype, device=device)
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         if func is torch.ops.aten._to_copy.default:
-            return cls(args[0].shape, (kwargs or {}).get("dtype", args[0].dtype))
+            return cls(args[0].shape, (kwargs or {}).get("dtype", args[0].dtype), args[0].device)
         raise NotImplementedError(f"{func}: no kernel here for a GPU's tensor (a stand-in for one)")
 
 
@@ -4072,7 +4094,9 @@ def _sum_squares_scale_on_another_device(op) -> str | None:
             return wrong
         for where, make in (("on the meta device", lambda: torch.ones(4, dtype=_BF16, device="meta")),
                             ("of a GPU (a stand-in tensor whose device is cuda, no GPU needed)",
-                             lambda: _OnAGpu((4,), _BF16))):
+                             lambda: _OnAGpu((4,), _BF16)),
+                            ("of an Intel GPU (a stand-in tensor whose device is xpu: neither CPU nor CUDA)",
+                             lambda: _OnAGpu((4,), _BF16, "xpu"))):
             what = f"inside autocast on the CPU, bfloat16 xs {where} and a bfloat16 scale on the CPU"
             now_doing(f"calling sum_squares on xs {where} and a CPU scale (a crash here alone: the call came back to "
                       "your kernel, forever? The key it excludes is the region's)")
@@ -5904,6 +5928,38 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
         os.environ[name] = value  # and os.putenv: a value os.putenv changed is set back too
 
 
+def _layer_cost_timers_see_the_callers_settings(answer) -> str | None:
+    """The settings a measurement leaves as it found them are the caller's while its timers run too: a measurement
+    that changes one for its rounds and sets it back times another call than the caller's."""
+    def settings():
+        return {"deterministic algorithms (torch.use_deterministic_algorithms)":
+                    (torch.are_deterministic_algorithms_enabled(),
+                     torch.is_deterministic_algorithms_warn_only_enabled()),
+                "float32 matmul precision (torch.set_float32_matmul_precision)": torch.get_float32_matmul_precision(),
+                "whether denormal numbers flush to zero (torch.set_flush_denormal)":
+                    (torch.tensor([1e-40]) * 1.0).item() == 0.0}
+
+    def timer(time):
+        def call():
+            seen.append(settings())
+            return time
+        return call
+
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium")  # a caller's choice, not torch's default: one to keep
+    try:
+        callers, seen = settings(), []
+        answer(timer(1.0), timer(0.6), rounds=5)
+    finally:
+        torch.set_float32_matmul_precision(precision)
+    if differ := [what for what, value in callers.items() if any(found[what] != value for found in seen)]:
+        return (f"your timers ran with {differ[0]} other than the caller's (set back afterwards): a setting like it "
+                "changes what a call does (torch.empty filling its memory under deterministic algorithms, a matmul's "
+                "precision), so the measurement times another call than the caller makes. The timers run with every "
+                "setting as the caller has it (lesson 07, section 2)")
+    return None
+
+
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
     _watching_freezes()
@@ -6108,7 +6164,8 @@ def layer_cost(path: Path) -> Result:
                              "run under the caller's modes; a measurement's own arithmetic (its order of sides, its "
                              "statistics) is not the caller's work")
     # Last: two threads at once may leave each other's settings behind.
-    if wrong := _layer_cost_in_threads(answer) or _layer_cost_nested(answer):
+    if wrong := (_layer_cost_in_threads(answer) or _layer_cost_nested(answer)
+                 or _layer_cost_timers_see_the_callers_settings(answer)):
         return Result(False, wrong)
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
                         "rounds, silent on noise, a coarse timer's included, measured anew on each call, on the "
@@ -6310,7 +6367,7 @@ def load_before_aoti(path: Path) -> Result:
 
         environment_reader = textwrap.indent(_C_ENVIRONMENT_SOURCE, " " * 12).lstrip()
         program = f"""
-            import json, os, shutil, sys, types, torch, weakref
+            import contextlib, json, os, shutil, sys, types, torch, weakref
 
             {environment_reader}
 
@@ -6498,14 +6555,47 @@ def load_before_aoti(path: Path) -> Result:
             # its name gives, and the one it resolves to, keep their times to the nanosecond through the call. And it
             # leaves the process's environment as it found it (a TMPDIR of its own for a load, say).
             given_run, wrote_beside, environment_changed = answer.run, [], []
+            # And what it makes outside the temporary and home folders (whose growth the steps below measure): every
+            # file or folder a call creates through Python (open for writing, os.mkdir: tempfile's, shutil's) is noted
+            # by an audit hook, and one still there after the call is reported, then removed (a scratch copy of each
+            # release in /var/tmp or /dev/shm fills a disk, or the memory, one load at a time).
+            created, inside_run, left_outside = [], [False], []
+
+            def note_created(event, args):
+                if not inside_run[0] or event not in ("open", "os.mkdir") or not isinstance(args[0], (str, bytes)):
+                    return
+                if event == "open" and not (isinstance(args[1], str) and any(c in args[1] for c in "wax+")
+                                            or isinstance(args[2], int) and args[2] & (os.O_WRONLY | os.O_RDWR)):
+                    return
+                name = os.path.abspath(os.fsdecode(args[0]))
+                if not os.path.lexists(name) and "__pycache__" not in name.split(os.sep):  # not Python's bytecode
+                    created.append(name)
+
+            sys.addaudithook(note_created)
+            allowed = [os.path.realpath(tempfile.gettempdir()), os.path.realpath(os.environ["HOME"])]
 
             def run_watched(model_pt2, x):
                 folders = {{os.path.dirname(os.path.abspath(model_pt2)), os.path.dirname(os.path.realpath(model_pt2))}}
                 before = {{folder: folder_stat(folder).st_mtime_ns for folder in folders}}
                 environment = _c_environment()
+                inside_run[0] = True
                 try:
                     return given_run(model_pt2, x)
                 finally:
+                    inside_run[0] = False
+                    left = sorted({{name for name in created if os.path.lexists(name) and not any(
+                        os.path.realpath(name).startswith(folder + os.sep) for folder in allowed)}})
+                    created.clear()
+                    if left and not left_outside:
+                        left_outside.append(None)
+                        called = os.path.relpath(os.path.abspath(model_pt2), {str(elsewhere)!r})
+                        print("LEFT OUTSIDE", json.dumps([called, left]), flush=True)
+                    for name in left:  # nothing of it stays behind the check
+                        if os.path.isdir(name) and not os.path.islink(name):
+                            shutil.rmtree(name, ignore_errors=True)
+                        else:
+                            with contextlib.suppress(OSError):
+                                os.remove(name)
                     now = _c_environment()
                     changed = {{name: [environment.get(name), now.get(name)] for name in sorted({{*environment, *now}})
                                if environment.get(name) != now.get(name)
@@ -6846,8 +6936,17 @@ def load_before_aoti(path: Path) -> Result:
                     answer.run(torn, x)
                 except Exception:  # noqa: BLE001 - any refusal will do
                     pass
-            print("TORN", json.dumps({{"dropped": dropped, "temporary": temporary_bytes() - temporary}}))
-            stop_unless(dropped and temporary_bytes() - temporary <= {1.5 * size})
+            grew = temporary_bytes() - temporary
+            # Then the release deployed again, complete, over the torn file: the next call serves it (a load that
+            # failed is not held against the name, nor against anything but those torn contents).
+            release_of_its_own({str(retiring)!r}, torn, "repaired")
+            try:
+                repaired = bool(torch.allclose(answer.run(torn, x_race), outputs_race[0], atol=1e-6))
+            except Exception as error:  # noqa: BLE001 - the diagnosis quotes it
+                said = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+                repaired = f"{{type(error).__name__}}: {{said}}"
+            print("TORN", json.dumps({{"dropped": dropped, "temporary": grew, "repaired": repaired}}))
+            stop_unless(dropped and grew <= {1.5 * size} and repaired is True)
             # A server of many models: 1025 files (more than a cache sized for a few keeps: functools.lru_cache's 128,
             # 256, 512, 1024), each a release of its own of one model (made from its package unpadded: a third of the
             # bytes to write and read), run() on each in turn, then on each again: the second round loads nothing.
@@ -6924,6 +7023,15 @@ def load_before_aoti(path: Path) -> Result:
                              "or a torch.no_grad() entered and never left): from the import on, the caller's own code "
                              "(its training, say) records no graph. What a call needs, it sets around the call, and "
                              "sets back (lesson 00, section 2).")
+    if outside := [json.loads(line.removeprefix("LEFT OUTSIDE ")) for line in lines
+                   if line.startswith("LEFT OUTSIDE ")]:
+        called, left = outside[0]
+        shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+        return Result(False, f"in the fresh Python, run() on {called} made {shown}, outside the temporary folder "
+                             "(tempfile's, $TMPDIR) and the home folder, and left it there after the call: a file a "
+                             "call leaves for each load, where nothing removes it, fills a server's disk (or, in "
+                             "/dev/shm, its memory), one release at a time. What a call makes for itself goes in the "
+                             f"temporary folder, and goes when the call is done{hint}.")
     if beside := [json.loads(line.removeprefix("WROTE BESIDE ")) for line in lines if line.startswith("WROTE BESIDE ")]:
         return Result(False, f"in the fresh Python, run() on {beside[0]} wrote into the folder of the release it was "
                              "given (a file made there, or removed): a release's folder may be read-only (a container "
@@ -7194,6 +7302,14 @@ def load_before_aoti(path: Path) -> Result:
                              "a load is left behind when the load fails (a removal that only runs after a load that "
                              "works?), and a server that retries a release it cannot load fills its disk, one file "
                              f"per request.{hint}.")
+    if torn and torn[0]["repaired"] is not True:
+        got = ("a wrong output" if torn[0]["repaired"] is False else f"a refusal ({torn[0]['repaired']})")
+        return Result(False, "in the fresh Python, a release torn over a served one (a copy cut off halfway), run() "
+                             "called on its name four times, each call failing, then the release deployed again, "
+                             f"complete, over it, and run() on it: {got}, not the model's output. Something kept "
+                             "from the failed loads (a failure remembered by the file's name?) refuses the repaired "
+                             "release until the process restarts: what a failed load leaves must go when the file's "
+                             f"contents change.{hint}.")
     if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
         return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:
@@ -7438,7 +7554,10 @@ def stable_autograd(path: Path) -> Result:
                            ("two sparse (CSR) float32 fake tensors", csr, csr),
                            ("two sparse (CSC) float32 fake tensors", csc, csc),
                            ("two sparse (BSR) float32 fake tensors", bsr, bsr),
-                           ("two sparse (BSC) float32 fake tensors", bsc, bsc)):
+                           ("two sparse (BSC) float32 fake tensors", bsc, bsc),
+                           # mkldnn: a layout of the CPU device (a fake CPU tensor of it), not only a device name
+                           *([("two mkldnn-layout float32 CPU fake tensors", *[mode.from_tensor(
+                               torch.ones(3, 4).to_mkldnn())] * 2)] if torch.backends.mkldnn.is_available() else [])):
             try:
                 op(a, b)
             except NotImplementedError:
@@ -8443,6 +8562,10 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          same),
         (f"torch.frexp(x) in {name}: a floating-point mantissa and an int32 exponent, which stays int32",
          lambda d: ((fresh(x, d),), {}), torch.frexp, same),
+        (f"mul_out(a, b, out=ws[2:2]) in {name}, channels_last inputs: out carved from a workspace, resized to the "
+         "kernel's layout within its memory, where it starts",
+         lambda d: ((fresh(c, d), fresh(c, d)), {"out": torch.zeros(200, dtype=d)[2:2]}), ops.mul_out,
+         returns(0, "out")),
     ]
 
 
@@ -9051,7 +9174,8 @@ def dynamic_fake(path: Path) -> Result:
                ("an x of one element, negative", torch.tensor([-1.0])),
                ("a uint8 x", torch.arange(0, 6, dtype=torch.uint8)),
                ("an int8 x", torch.arange(-3, 3, dtype=torch.int8)),
-               ("a bool x", torch.tensor([True, False, True]))]
+               ("a bool x", torch.tensor([True, False, True])),
+               ("a float16 x", torch.randn(5, generator=generator).half())]
     with operator("positives(Tensor x) -> Tensor", lambda x: x[x > 0]) as library:
         torch.library.register_fake("exercise::positives", answer.fake, lib=library)
         op = torch.ops.exercise.positives.default

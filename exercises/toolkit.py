@@ -299,9 +299,11 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
     the_literals_own = {id(n) for target in targets for n in ast.walk(target)}
     if rebound := sorted(getattr(node, "lineno", 0) for node in ast.walk(tree)
                          if _rebinds(node, name) and id(node) not in the_literals_own):
-        lines = " and ".join(str(line) for line in sorted({*rebound, written.lineno}))
-        raise Diagnosis(f"lines {lines} of your file could each set {name} when the file runs: the check reads {name} "
-                        f"from your file without running it, so {name} must be one literal, {what}, set once")
+        numbers = sorted({*rebound, written.lineno})
+        where = (f"lines {' and '.join(map(str, numbers))} of your file could each set {name}" if len(numbers) > 1
+                 else f"line {numbers[0]} of your file could set {name} more than once")
+        raise Diagnosis(f"{where} when the file runs: the check reads {name} from your file without running it, so "
+                        f"{name} must be one literal, {what}, set once")
     try:
         value = ast.literal_eval(values[-1])
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

@@ -30,7 +30,7 @@ It calls `run`, in this order:
 - by one relative name from the folders of two releases in turn (a caller that changes its working directory);
 - on 1025 files in turn, twice;
 - on a release, then four times on it once torn (a copy cut off halfway, as a full disk or a killed deploy leaves
-  it).
+  it), then on it once a complete release is deployed over it.
 
 It checks each output (a tensor the caller can use as any other), the refusals, and:
 - that grad mode, the number of threads, the inter-op threads, whether denormal numbers flush to zero, float32 matmul
@@ -40,10 +40,10 @@ It checks each output (a tensor the caller can use as any other), the refusals, 
 - that each call leaves the environment variables (os.environ, os.putenv) as it found them;
 - that Python's warning filters and the loggers' levels are as they were before the import, both after it and once the
   calls are done;
-- that the calls write nothing in a release's folder, and grow neither the temporary folder, nor the home folder (where
-  a cache would go), nor the models the process keeps loaded: a model that no name the caller gives leads to any more
-  (an old release behind a flipped link, or a release whose file was removed) is dropped by the next call on that name
-  at the latest, a call that fails too;
+- that the calls write nothing in a release's folder, leave nothing they make anywhere but the temporary and home
+  folders, and grow neither the temporary folder, nor the home folder (where a cache would go), nor the models the
+  process keeps loaded: a model that no name the caller gives leads to any more (an old release behind a flipped link,
+  or a release whose file was removed) is dropped by the next call on that name at the latest, a call that fails too;
 - that no call loads a file's model again while the file is unchanged (after a request the package refused, or given
   by another name: a symbolic or a hard link to it; a model's library stays mapped after the model is dropped);
 - that nothing was loaded from the workbook's build folder.

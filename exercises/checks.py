@@ -5936,8 +5936,7 @@ def _layer_cost_timers_see_the_callers_settings(answer) -> str | None:
                     (torch.are_deterministic_algorithms_enabled(),
                      torch.is_deterministic_algorithms_warn_only_enabled()),
                 "float32 matmul precision (torch.set_float32_matmul_precision)": torch.get_float32_matmul_precision(),
-                "whether denormal numbers flush to zero (torch.set_flush_denormal)":
-                    (torch.tensor([1e-40]) * 1.0).item() == 0.0}
+                "whether denormal numbers flush to zero (torch.set_flush_denormal)": _flushes_denormals()}
 
     def timer(time):
         def call():

@@ -5210,10 +5210,18 @@ def records_graph(path: Path) -> Result:
 
 
 class _PrintedItsOwnWay(torch.Tensor):
-    """A tensor subclass with a __repr__ of its own (DTensor has one): what it prints says nothing of its flags."""
+    """A tensor subclass that prints itself its own way (DTensor does): by a __repr__ of its own, and through
+    __torch_function__, which torch.Tensor.__repr__(t) hands a subclass's call to. What it prints says nothing of its
+    flags."""
 
     def __repr__(self):
         return "_PrintedItsOwnWay(...)"
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.__repr__:
+            return "_PrintedItsOwnWay(...)"
+        return super().__torch_function__(func, types, args, kwargs or {})
 
 
 def _huge_sparse() -> torch.Tensor:

@@ -6270,27 +6270,59 @@ def _padded_package(package: Path, to: Path, size: int, fill: bytes = b"\0") -> 
     often saved under one name), and two entries the loader never reads, of `fill` bytes: one before the package's own
     (_LEAD bytes, the same in every copy of one fill: the heads of two copies tell them apart no more than those of two
     releases of one large model, whose generated code comes first) and one after them, as long as makes up `size`.
-    The archive's comment, its last bytes, makes the file's CRC-32 _SHARED_CRC32 and its Adler-32 _SHARED_ADLER32."""
+    The archive's comment, its last bytes, makes the file's CRC-32 _SHARED_CRC32 and its Adler-32 _SHARED_ADLER32.
+
+    Each copy is made once, in lesson 08's build folder, named by the package's contents, `size` and `fill`, and
+    copied from there: a check deploys sixteen, and every mistake of 08.load_before_aoti runs the check."""
+    import hashlib
+    import os
+    import shutil
     import zipfile
 
-    def entry(name: str) -> zipfile.ZipInfo:  # of a fixed time: two copies' entries alike, byte for byte
-        return zipfile.ZipInfo(f"release/{name}", date_time=(1980, 1, 1, 0, 0, 0))
+    made = shipping.SHIPPING / "padded" / (f"{hashlib.sha256(package.read_bytes()).hexdigest()[:16]}_{size}_"
+                                           f"{fill.hex()}.pt2")
+    if not made.exists():
+        made.parent.mkdir(parents=True, exist_ok=True)
+        scratch = made.with_name(f"{made.name}.{os.getpid()}")  # then renamed: a check beside it sees all or nothing
 
-    def copy_with_padding(length: int) -> int:
-        with zipfile.ZipFile(package) as original, zipfile.ZipFile(to, "w", zipfile.ZIP_STORED) as archive:
-            archive.writestr(entry("extra/lead"), fill * _LEAD)
-            for file in original.infolist():
-                archive.writestr(entry(file.filename.split("/", 1)[1]), original.read(file))
-            archive.writestr(entry("extra/padding"), fill * length)
-            archive.comment = bytes(3 * _SWAPS + _ADLER_BYTES)
-        return to.stat().st_size
+        def entry(name: str) -> zipfile.ZipInfo:  # of a fixed time: two copies' entries alike, byte for byte
+            return zipfile.ZipInfo(f"release/{name}", date_time=(1980, 1, 1, 0, 0, 0))
 
-    copy_with_padding(size - copy_with_padding(0))
-    head = to.read_bytes()[:-(3 * _SWAPS + _ADLER_BYTES)]
-    to.write_bytes(head + _checksummed_comment(head))
+        def copy_with_padding(length: int) -> int:
+            with zipfile.ZipFile(package) as original, zipfile.ZipFile(scratch, "w", zipfile.ZIP_STORED) as archive:
+                archive.writestr(entry("extra/lead"), fill * _LEAD)
+                for file in original.infolist():
+                    archive.writestr(entry(file.filename.split("/", 1)[1]), original.read(file))
+                archive.writestr(entry("extra/padding"), fill * length)
+                archive.comment = bytes(3 * _SWAPS + _ADLER_BYTES)
+            return scratch.stat().st_size
+
+        copy_with_padding(size - copy_with_padding(0))
+        head = scratch.read_bytes()[:-(3 * _SWAPS + _ADLER_BYTES)]
+        scratch.write_bytes(head + _checksummed_comment(head))
+        os.replace(scratch, made)
+    shutil.copyfile(made, to)
 
 
 _LOADED_ONCE = "A file's model is loaded once, and again only when its contents change."
+
+
+def _python_changed(what: str) -> str:
+    """08.load_before_aoti's diagnosis for calls after which Python's warning filters or loggers' levels differ."""
+    return (f"in the fresh Python, after the calls to run(), {what} differed from what they were before your file was "
+            "imported: a setting of the whole process, which decides which of the caller's warnings and log records "
+            "show (and torch's: the warnings of deterministic algorithms' warn-only mode among them) in everything it "
+            "runs after. run() changes nothing but its output")
+
+
+def _from_the_build(libraries: list[str]) -> str:
+    """08.load_before_aoti's diagnosis for libraries loaded from the workbook's build folder."""
+    from helpers import paths
+
+    shown = [f"build/{Path(library).resolve().relative_to(paths.BUILD.resolve())}" for library in libraries]
+    more = f" (and {len(shown) - 1} more)" if len(shown) > 1 else ""
+    return (f"in the fresh Python, your code loaded {shown[0]}{more} from the workbook's build folder: a production "
+            "machine has none, only the package where pip installed it (here, in a folder of its own)")
 
 
 def _mapped_more(what: str, grew: int, why: str) -> str:
@@ -6554,6 +6586,12 @@ def load_before_aoti(path: Path) -> Result:
                         "the loggers' levels (logging.getLogger(...).setLevel, logging.disable)":
                             repr([levels, logging.root.manager.disable])}}
 
+            def from_the_build():  # the libraries the process loaded from the workbook's build folder
+                mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
+                libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
+                build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
+                return sorted(p for p in libraries if os.path.realpath(p).startswith(build))
+
             found, python_found, random_found = process_state(), python_settings(), torch.get_rng_state()
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
@@ -6622,6 +6660,8 @@ def load_before_aoti(path: Path) -> Result:
                                                      if python_imported[what] != was],
                                           "random": bool(torch.equal(random_found, torch.get_rng_state())),
                                           "grad_mode": torch.is_grad_enabled()}}))
+            stop_unless(torch.is_grad_enabled() and found == process_state() and python_imported == python_found
+                        and torch.equal(random_found, torch.get_rng_state()))
 
             torch.set_num_threads(torch.get_num_threads() + 1)  # a server that sizes its pool after the imports
             for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
@@ -6634,10 +6674,13 @@ def load_before_aoti(path: Path) -> Result:
                           "inference": isinstance(out, torch.Tensor) and out.is_inference(),
                           "threads": [threads, torch.get_num_threads()], "state": [state, process_state()],
                           "random": bool(torch.equal(random_state, torch.get_rng_state())),
-                          "package": "workbook_ops" in sys.modules}}
+                          "package": "workbook_ops" in sys.modules, "from_build": from_the_build(),
+                          "python": [what for what, was in python_found.items() if python_settings()[what] != was]}}
                 print("CALLED", json.dumps(called))
                 stop_unless(same[n] and called["grad_mode"] and not called["inference"]
-                            and threads == torch.get_num_threads() and state == process_state() and called["random"])
+                            and threads == torch.get_num_threads() and state == process_state() and called["random"]
+                            and called["package"] and not called["from_build"] and not called["python"]
+                            and not (environment_changed or left_outside or wrote_beside))
                 # Its rows in reverse order: as many elements, the same sum, another input (each row's output its own);
                 # then its middle row changed. The caller flushes denormal numbers to zero meanwhile (False where the
                 # CPU cannot).
@@ -6973,10 +7016,7 @@ def load_before_aoti(path: Path) -> Result:
             python_now = python_settings()
             print("PYTHON SETTINGS", json.dumps({{"changed": [what for what, was in python_found.items()
                                                            if python_now[what] != was]}}))
-            mapped = open("/proc/self/maps").read().split() if os.path.exists("/proc/self/maps") else []
-            libraries = {{*torch.ops.loaded_libraries, *(word for word in mapped if ".so" in word)}}
-            build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
-            print("FROM THE BUILD", json.dumps(sorted(p for p in libraries if os.path.realpath(p).startswith(build))))
+            print("FROM THE BUILD", json.dumps(from_the_build()))
         """
         limit = WATCHDOG.seconds or 600  # the runner's limit on the reader's code: torch's import is in it too
         try:
@@ -7030,6 +7070,22 @@ def load_before_aoti(path: Path) -> Result:
                              "or a torch.no_grad() entered and never left): from the import on, the caller's own code "
                              "(its training, say) records no graph. What a call needs, it sets around the call, and "
                              "sets back (lesson 00, section 2).")
+    if imported and imported[0]["state"][0] != imported[0]["state"][1]:
+        setting, before, after = next((setting, before, after) for setting, before, after
+                                      in zip(_SERVER_SETTINGS, *imported[0]["state"]) if before != after)
+        return Result(False, f"in the fresh Python, importing your file set the process's {setting} from {before} to "
+                             f"{after}: a server that imports it runs all its other torch work so. What a call needs, "
+                             f"it sets around the call, and sets back (lesson 00, section 2).")
+    if imported and imported[0]["python"]:
+        return Result(False, f"in the fresh Python, importing your file changed {imported[0]['python'][0]}: a setting "
+                             "of the whole process, which decides which of the caller's warnings and log records show "
+                             "(and torch's) in everything it runs after the import. A module changes nothing of its "
+                             f"importer's; a server that wants other settings sets them itself.{hint}.")
+    if imported and not imported[0]["random"]:
+        return Result(False, "in the fresh Python, importing your file changed the random number generator's state "
+                             "(torch.manual_seed, or a draw): a caller that seeded before the import (a test, a "
+                             f"reproducible run) draws other numbers after it. A module changes nothing of its "
+                             f"importer's.{hint}.")
     if outside := [json.loads(line.removeprefix("LEFT OUTSIDE ")) for line in lines
                    if line.startswith("LEFT OUTSIDE ")]:
         called, left = outside[0]
@@ -7071,6 +7127,17 @@ def load_before_aoti(path: Path) -> Result:
             return Result(False, f"in the fresh Python, {what} changed the process's {setting}: a setting of the "
                                  "whole process, for everything the caller runs after it. run() changes nothing but "
                                  "its output.")
+        if call["python"]:
+            return Result(False, _python_changed(call["python"][0]) + f"{hint}.")
+        if call["from_build"]:
+            return Result(False, _from_the_build(call["from_build"]) + f"{hint}.")
+        if not call["package"]:
+            return Result(False, f"in the fresh Python, {what} returned the model's output, but the installed package, "
+                                 "workbook_ops, was never imported: the operators' library was loaded by other means, "
+                                 "and the package's own Python never ran: it refuses a wheel built for another CUDA "
+                                 "than torch's before it loads the library, and makes the registrations done from "
+                                 "Python (lesson 06's vmap rule), so on another machine a wrong wheel loads silently "
+                                 f"and vmap falls back to a loop.{hint}.")
     if wrong := next((call for call in flipped if not call["flushing kept"]), None):
         return Result(False, f"in the fresh Python, a caller that flushes denormal numbers to zero "
                              f"(torch.set_flush_denormal(True)), chose its float32 matmul precision (\"high\") and "
@@ -7225,22 +7292,6 @@ def load_before_aoti(path: Path) -> Result:
         why = ("run() dropped the first file's model when the link stopped leading to it, though the file's own name "
                "still does, and loaded it again. A model goes when no name leads to it.")
         return Result(False, f"{_mapped_more(what, still_named[0]['grew'], why)}{hint}.")
-    if imported and imported[0]["state"][0] != imported[0]["state"][1]:
-        setting, before, after = next((setting, before, after) for setting, before, after
-                                      in zip(_SERVER_SETTINGS, *imported[0]["state"]) if before != after)
-        return Result(False, f"in the fresh Python, importing your file set the process's {setting} from {before} to "
-                             f"{after}: a server that imports it runs all its other torch work so. What a call needs, "
-                             f"it sets around the call, and sets back (lesson 00, section 2).")
-    if imported and imported[0]["python"]:
-        return Result(False, f"in the fresh Python, importing your file changed {imported[0]['python'][0]}: a setting "
-                             "of the whole process, which decides which of the caller's warnings and log records show "
-                             "(and torch's) in everything it runs after the import. A module changes nothing of its "
-                             f"importer's; a server that wants other settings sets them itself.{hint}.")
-    if imported and not imported[0]["random"]:
-        return Result(False, "in the fresh Python, importing your file changed the random number generator's state "
-                             "(torch.manual_seed, or a draw): a caller that seeded before the import (a test, a "
-                             f"reproducible run) draws other numbers after it. A module changes nothing of its "
-                             f"importer's.{hint}.")
     if raced and not raced[0]["served"]:
         return Result(False, "in the fresh Python, a release deployed over a file while run() loaded it (copied over "
                              "it once the loader had read the old one), then run() again: the old release served, and "
@@ -7290,11 +7341,7 @@ def load_before_aoti(path: Path) -> Result:
                              "of a fixed size? A server may hold more models than a cache is sized for). "
                              f"{_LOADED_ONCE}{hint}.")
     if python_settings and python_settings[0]["changed"]:
-        return Result(False, f"in the fresh Python, after the calls to run(), {python_settings[0]['changed'][0]} "
-                             "differed from what they were before your file was imported: a setting of the whole "
-                             "process, which decides which of the caller's warnings and log records show (and "
-                             "torch's: the warnings of deterministic algorithms' warn-only mode among them) in "
-                             f"everything it runs after. run() changes nothing but its output.{hint}.")
+        return Result(False, _python_changed(python_settings[0]["changed"][0]) + f"{hint}.")
     if torn and not torn[0]["dropped"]:
         return Result(False, "in the fresh Python, a release torn over a served one (run() on it, then its file cut "
                              "off halfway, as a copy a full disk or a killed deploy leaves, then run() on its name "
@@ -7320,19 +7367,7 @@ def load_before_aoti(path: Path) -> Result:
     if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
         return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:
-        build_folder = paths.BUILD.resolve()
-        shown = [f"build/{Path(library).resolve().relative_to(build_folder)}" for library in from_build[0]]
-        more = f" (and {len(shown) - 1} more)" if len(shown) > 1 else ""
-        return Result(False, f"in the fresh Python, your code loaded {shown[0]}{more} from the workbook's build "
-                             "folder: a production machine has none, only the package where pip installed it (here, in "
-                             f"a folder of its own).{hint}.")
-    if not done[0]["package"]:
-        return Result(False, f"in the fresh Python, run() on {_AOTI_CALLS[0]} returned the model's output, but the "
-                             "installed package, workbook_ops, was never imported: the operators' library was loaded "
-                             "by other means, and the package's own Python never ran: it refuses a wheel built for "
-                             "another CUDA than torch's before it loads the library, and makes the registrations done "
-                             "from Python (lesson 06's vmap rule), so on another machine a wrong wheel loads silently "
-                             f"and vmap falls back to a loop.{hint}.")
+        return Result(False, _from_the_build(from_build[0]) + f"{hint}.")
     return Result(True, "same as eager, for both models and the releases deployed over the last one called; a batch "
                         "the package refuses refused; grad mode and threads as they were; the operators from the "
                         "installed package")

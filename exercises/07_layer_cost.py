@@ -13,8 +13,8 @@ it runs, one where it grows, and one smaller than the coarse timer's step; over 
 measurements at once, in two threads taking turns call by call, and one inside a timer of another. The timers are called
 as the caller would call them (its autocast region, grad and inference mode, anomaly detection, cuDNN's and oneDNN's
 flags, the default dtype, its TorchDispatchModes, autocast's cast cache, __torch_function__, the autograd fallback's
-mode, torch's threads, Python's thread switch interval as they are), and they alone: the caller's modes see no operator
-of your own. A timer's error passes through. A measurement leaves the process's settings (garbage collection: on or off,
+mode, garbage collection, torch's threads, Python's thread switch interval as they are), and they alone: the caller's
+modes see no operator of your own. A timer's error passes through. A measurement leaves the process's settings (garbage collection: on or off,
 its thresholds, callbacks and debug flags, frozen objects; torch's threads; Python's, numpy's and torch's random
 numbers, CUDA's seeds included; the process's priority and scheduling policy; the interpreter's thread switch interval,
 trace and profile functions (cProfile's too); the CPUs the process may run on; whether denormal numbers flush to zero;

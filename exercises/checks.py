@@ -28,7 +28,8 @@ import torch
 from helpers import build, device, shipping, trace
 
 from .toolkit import (Result, call_path, compare_paths, exercise, first_difference, keyset_change, load_cpp,
-                      load_python, mentions, now_doing, operator, read_literal, thread_state, thread_state_changes)
+                      load_python, mentions, now_doing, operator, process_settings, process_settings_changes,
+                      read_literal, thread_state, thread_state_changes)
 
 FALLBACK_WARNING = "an autograd kernel was not registered"
 
@@ -1448,6 +1449,19 @@ def meta_kernel(path: Path) -> Result:
                              "compiled with torch.compile(dynamic=True) holds only where it holds, and sizes where it "
                              "does not compile it again. A Meta kernel computes the output's sizes from the "
                              f"inputs', and decides nothing about them ({_SYMBOLS})")
+    # Above the backend, a call on meta tensors takes the path a call on CPU ones takes: outer has no backward, and
+    # the autograd fallback marks the output as needing grad where an input does. A kernel at AutogradMeta skips it.
+    inputs = (torch.randn(2, requires_grad=True), torch.randn(3))
+    real = outer(*inputs)
+    fake = outer(*(t.detach().to("meta").requires_grad_(t.requires_grad) for t in inputs))
+    if fake.requires_grad != real.requires_grad:
+        return Result(False, f"on meta tensors [2] float32, requiring grad, and [3] float32, your kernel's output "
+                             f"{'requires' if fake.requires_grad else 'does not require'} grad, where the CPU kernel's "
+                             f"{'does' if real.requires_grad else 'does not'}: a call on meta tensors reached your "
+                             "kernel by another way than a call on CPU tensors reaches the CPU kernel (past autograd's "
+                             "key?), so fake tensors (torch.compile, torch.export) skip what autograd does for outer: "
+                             "the backward a project registers later (lesson 04) too. A Meta kernel is registered at "
+                             "Meta (lesson 02, section 2)")
     return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
                         "its refusals, one compile for three sizes, a size no trace knows, and four threads at once")
 
@@ -2336,7 +2350,7 @@ def _keyset_kept_apart(call, expected: torch.Tensor, what: str, function: type) 
 
 @exercise("03.inplace_autograd", "hard")
 def inplace_autograd(path: Path) -> Result:
-    ran, lazy = [], []
+    ran, lazy, excluded_at_view = [], [], []
 
     given = []
 
@@ -2362,6 +2376,7 @@ def inplace_autograd(path: Path) -> Result:
 
     def ad_inplace_or_view_kernel(keyset, x, other):  # records, and hands the call on
         ran.append("ADInplaceOrView")
+        excluded_at_view.append(torch._C._dispatch_tls_local_exclude_set())  # what a call of its own would skip
         with torch._C._AutoDispatchBelowADInplaceOrView():
             return torch.ops.exercise.add_.default.redispatch(keyset & torch._C._after_ADInplaceOrView_keyset, x, other)
 
@@ -2423,6 +2438,13 @@ def inplace_autograd(path: Path) -> Result:
                                                           "add_(zeros that require grad, cloned, ones)",
                                                           torch.ones(3))):
             problems.append(told)
+        view_key = torch._C.DispatchKeySet(torch._C.DispatchKey.ADInplaceOrView)
+        if not problems and any(excluded & view_key == view_key for excluded in excluded_at_view):
+            problems.append("exercise::add_'s ADInplaceOrView kernel ran with ADInplaceOrView in the thread's exclude "
+                            "set: forward's guard excluded it as well as autograd, so an in-place or view call that "
+                            "kernel makes of its own, before a guard of its own, skips ADInplaceOrView: no version "
+                            "bump, no view recorded. aten's own in-place operators (x.add_(y), x requiring grad) "
+                            "reach their ADInplaceOrView kernel with the autograd keys excluded, ADInplaceOrView not")
     hint = "\nLook again at lesson 03, section 4 (in-place operators and gradients)." if problems else ""
     return Result(not problems, "\n".join(problems) + hint if problems else "both inputs get their gradients, and "
                                                                              "the version counter moves")
@@ -2865,6 +2887,31 @@ def _cube_gradients_owned(cube) -> str | None:
     return None
 
 
+def _cube_keeps_nothing(cube) -> str | None:
+    """A backward keeps no tensor between calls: a scratch buffer kept per shape grows a server's memory with every
+    new shape, and two threads running backward at once share it."""
+    import gc
+
+    def alive() -> int:
+        gc.collect()
+        return sum(isinstance(thing, torch.Tensor) for thing in gc.get_objects())
+
+    def step(rows: int) -> None:  # the caller drops everything: x, the output, the gradient
+        x = torch.randn(rows, 3, dtype=torch.float64, requires_grad=True)
+        torch.autograd.grad(cube(x).sum(), x)
+
+    step(1)
+    before = alive()
+    for rows in range(2, 8):
+        step(rows)
+    if (kept := alive() - before) >= 3:
+        return (f"cube(x) and its backward on x of 6 new shapes ([2, 3] to [7, 3]), each dropped by the caller: "
+                f"{kept} more tensors alive afterwards than before: your code keeps tensors between calls (a buffer "
+                "per shape?), so memory grows with every new shape, and two threads running backward at once write "
+                "into one. A backward computes its result from what its own call saved (lesson 04, section 1).")
+    return None
+
+
 def _cube_large_grad_output_untouched(cube) -> str | None:
     """_cube_samples' check that backward leaves the gradient it receives as it is, on a large one (4M elements): a
     write into it only past some size (to save memory) shows there alone."""
@@ -2893,7 +2940,18 @@ def _cube_large_grad_output_untouched(cube) -> str | None:
 
 
 def _cube_process_state(cube, alive: list) -> str | None:
-    """cube and its backward leave the process's settings as they found them."""
+    """cube and its backward leave the process's settings as they found them, the random numbers of a caller that
+    seeded its own (a backward that seeds 0 leaves the check's seed as it was) and Python's warning filters too."""
+    generator = torch.random.get_rng_state()
+    torch.manual_seed(20261129)
+    try:
+        return _cube_settings_kept(cube, alive)
+    finally:
+        torch.random.set_rng_state(generator)
+
+
+def _cube_settings_kept(cube, alive: list) -> str | None:
+    """_cube_process_state's steps."""
     x = torch.tensor([1e-20, 0.5, -2.0], requires_grad=True)
     alive.append(x)  # kept, as _cube_samples keeps its own: a sample's x never gets this one's id()
     gradient = torch.ones(3)  # float32, as x: made before a caller below changes the default dtype
@@ -2911,9 +2969,9 @@ def _cube_process_state(cube, alive: list) -> str | None:
         try:
             if not set_up():
                 continue
-            before = _process_state()
+            before, python = _process_state(), process_settings()
             torch.autograd.grad(cube(x), x, gradient)
-            changed = _process_state_changed(before)
+            changed, python_changed = _process_state_changed(before), process_settings_changes(python)
         finally:
             torch.set_flush_denormal(False)
             torch.set_default_dtype(torch.float32)
@@ -2921,6 +2979,9 @@ def _cube_process_state(cube, alive: list) -> str | None:
             return (f"after cube(x) and its backward{caller}, {changed} was not as before: a setting that outlives "
                     f"the call, so everything that runs after it runs changed{example}. What a kernel or a backward "
                     "changes, it sets back (lesson 00, section 2)")
+        if python_changed:
+            return (f"cube(x) and its backward{caller} {python_changed}. What a kernel or a backward changes, it sets "
+                    "back (lesson 00, section 2)")
     # And after a backward autograd refuses (x changed in place after forward): it sets back what it set there too.
     changed_x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
     alive.append(changed_x)
@@ -2956,7 +3017,7 @@ def backward(path: Path) -> Result:
                        or _cube_outputs_freed(cube) or _cube_ctx_holds_no_tensor(cube)
                        or _cube_gradients_owned(cube) or _cube_after_a_data_write(cube)
                        or _cube_saved_as_given(cube) or _cube_batched_backward(cube) or _cube_first_on_meta(path)
-                       or _cube_large_grad_output_untouched(cube)):
+                       or _cube_large_grad_output_untouched(cube) or _cube_keeps_nothing(cube)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -4480,8 +4541,38 @@ def _stack_unbacked(op, path: Path) -> Result | None:
                                      f"{_raised(error, path)}\nA fake kernel that decides on a size's value (== 0, "
                                      "> 1, equal to another size) cannot be traced where no value exists: compute "
                                      "with the sizes, compare them one by one with torch._check (which records for "
-                                     "run time what it cannot decide), and decide the layout by what holds whatever "
-                                     "the unknown size is (lesson 06, sections 3 and 5)")
+                                     "run time what it cannot decide), and decide the layout from what the trace "
+                                     "knows (lesson 06, sections 3 and 5)")
+    return None
+
+
+def _stack_unbacked_layout(op) -> Result | None:
+    """The layout of stack2's fake output where a size of a channels_last input is unknown while tracing: the real
+    kernel's at the sizes a program runs with. At 5 it is channels_last (at 0 and 1 some strides differ, of
+    dimensions whose size makes them not matter): a compiled program checks a custom operator's output against the
+    fake's strides (Inductor's assert_size_stride), and fails where they differ."""
+    from helpers import shapes
+
+    mode, (count,) = shapes.unbacked(1)
+    for layout, shape, what in ((torch.channels_last, (count, 3, 4, 5), "first size"),
+                                (torch.channels_last, (2, 3, count, 5), "height"),
+                                (torch.channels_last_3d, (2, 3, count, 4, 5), "depth")):
+        with mode:
+            fake = op(torch.empty(shape, memory_format=layout), torch.empty(shape, memory_format=layout))
+        at_five = [size if isinstance(size, int) else 5 for size in shape]
+        real = torch.stack([torch.empty(at_five, memory_format=layout)] * 2)
+        strides = [stride if isinstance(stride, int) else int(stride.node.expr.xreplace({count.node.expr: 5}))
+                   for stride in fake.stride()]
+        if strides != list(real.stride()):
+            name = "channels_last" if layout == torch.channels_last else "channels_last_3d"
+            return Result(False, f"for two {name} tensors of shape {[str(size) for size in shape]} (the same unknown "
+                                 f"{what}: the count of x[x > 0], as torch.export meets after .item()), your fake "
+                                 f"kernel returned strides {[str(stride) for stride in fake.stride()]}: at {count} = "
+                                 f"5, {strides}, where the real kernel's are {list(real.stride())}. A compiled program "
+                                 "that runs with that count checks the output of a custom operator against the fake's "
+                                 "strides (Inductor's assert_size_stride), and fails. Where a size is unknown, the "
+                                 "layout is the real kernel's at the sizes a program runs with: those where a layout "
+                                 "matters are above 1 (lesson 06, sections 3 and 5)")
     return None
 
 
@@ -4717,6 +4808,8 @@ def fake_kernel(path: Path) -> Result:
                  "torch.ones(3, 4, device='meta'), torch.ones(4, 3, device='meta')"),
                 ("a meta and a CPU tensor of shape [3, 4]", "torch.ones(3, 4, device='meta'), torch.ones(3, 4)")],
                 "torch.stack's own checks do"):
+            return told
+        if told := _stack_unbacked_layout(op):
             return told
         return Result(True, "shape, dtype, device and strides match the real kernel's, for every input, and symbolic "
                             "sizes stay symbolic, an unknown one too")
@@ -5939,12 +6032,15 @@ def _layer_cost_restore(thresholds: tuple, threads: int, settings: dict) -> None
 def _layer_cost_timers_see_the_callers_settings(answer) -> str | None:
     """The settings a measurement leaves as it found them are the caller's while its timers run too: a measurement
     that changes one for its rounds and sets it back times another call than the caller's."""
+    import gc
+
     def settings():
         return {"deterministic algorithms (torch.use_deterministic_algorithms)":
                     (torch.are_deterministic_algorithms_enabled(),
                      torch.is_deterministic_algorithms_warn_only_enabled()),
                 "float32 matmul precision (torch.set_float32_matmul_precision)": torch.get_float32_matmul_precision(),
-                "whether denormal numbers flush to zero (torch.set_flush_denormal)": _flushes_denormals()}
+                "whether denormal numbers flush to zero (torch.set_flush_denormal)": _flushes_denormals(),
+                "garbage collection (gc.disable, gc.set_threshold)": (gc.isenabled(), gc.get_threshold())}
 
     def timer(time):
         def call():
@@ -5962,7 +6058,8 @@ def _layer_cost_timers_see_the_callers_settings(answer) -> str | None:
     if differ := [what for what, value in callers.items() if any(found[what] != value for found in seen)]:
         return (f"your timers ran with {differ[0]} other than the caller's (set back afterwards): a setting like it "
                 "changes what a call does (torch.empty filling its memory under deterministic algorithms, a matmul's "
-                "precision), so the measurement times another call than the caller makes. The timers run with every "
+                "precision, the collections a call's garbage sets off), so the measurement times another call than "
+                "the caller makes. The timers run with every "
                 "setting as the caller has it (lesson 07, section 2)")
     return None
 
@@ -7767,6 +7864,20 @@ def stable_autograd(path: Path) -> Result:
             ("a meta `self` and a CPU `other`", "torch.ones(3, 4, device='meta'), torch.ones(3, 4)")],
             "the CPU kernel's TORCH_CHECKs do"):
         return problem
+    # Every stride, those of dimensions of size 1 too (which opcheck's comparison skips): a compiled program reads the
+    # fake kernel's, where eager reads the CPU kernel's (x.stride(), a view by as_strided, a C++ kernel's checks).
+    # A channels_last tensor of 1 x 1 images is contiguous too, with its own strides on the two dimensions of size 1.
+    pooled = torch.randn(2, 3, 1, 1).to(memory_format=torch.channels_last)
+    for what, a, b in (("a channels_last `self` of shape [2, 3, 1, 1] (contiguous too: strides [3, 1, 3, 3])",
+                        pooled, torch.randn(2, 3, 1, 1)),
+                       ("a channels_last `other` of shape [2, 3, 1, 1]", torch.randn(2, 3, 1, 1), pooled)):
+        real, out = op(a, b), op(a.to("meta"), b.to("meta"))
+        if out.stride() != real.stride():
+            return Result(False, f"on {what}, on meta tensors, your fake kernel returned strides {list(out.stride())}, "
+                                 f"where the CPU kernel returns {list(real.stride())}: they differ on dimensions of "
+                                 "size 1, which opcheck's comparison skips, and a compiled program reads them where "
+                                 "eager reads the CPU kernel's (x.stride(), as_strided). The fake kernel returns what "
+                                 f"the CPU kernel returns, strides and all.\nLook again at {meta}.")
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")
@@ -7956,8 +8067,41 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             "other", lambda to: (to(x), torch.tensor(3.0, device="meta"), to(z))),
         "a float32 self times a complex64 other into a float32 `out`": (None, lambda to: (
             to(torch.ones(6)), to(torch.full((6,), 1j)), to(torch.zeros(6)))),
+        "a 0-dim CUDA tensor as `other` (a CUDA scalar beside the device's tensors, which reaches this kernel: "
+        "PrivateUse1 outranks CUDA)": ("other", lambda to: (to(x), _cuda_scalar(3.0), to(z))),
     }
     return plain, harder, refused
+
+
+class _CudaScalarStandIn(torch.Tensor):
+    """A 0-dim float32 tensor on cuda:0 where no GPU is: what a kernel reads of a real one (its device, dtype,
+    shape; its value once copied to the CPU), and torch's refusal of it beside CPU tensors."""
+
+    @staticmethod
+    def __new__(cls, value: torch.Tensor):
+        stand_in = torch.Tensor._make_wrapper_subclass(cls, (), dtype=value.dtype, device=torch.device("cuda", 0))
+        stand_in.value = value
+        return stand_in
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in (torch.ops.aten._to_copy.default, torch.ops.aten.clone.default, torch.ops.aten.detach.default,
+                    torch.ops.aten.alias.default):
+            value = func(args[0].value, **{name: setting for name, setting in kwargs.items() if name != "device"})
+            to = kwargs.get("device") if func is torch.ops.aten._to_copy.default else None
+            return value if to is not None and torch.device(to).type == "cpu" else cls(value)
+        if func is torch.ops.aten._local_scalar_dense.default:
+            return args[0].value.item()
+        raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
+                           "cpu!")
+
+
+def _cuda_scalar(value: float) -> torch.Tensor:
+    """A 0-dim float32 tensor on the GPU, or its stand-in where none is."""
+    if torch.cuda.is_available():
+        return torch.tensor(value, device="cuda")
+    return _CudaScalarStandIn(torch.tensor(value))
 
 
 _MUL_BY_ZERO = "a tensor of -1, inf, nan and 2 times a 0-dim CPU 0.0"

@@ -14,7 +14,25 @@ ones.
 """
 
 import torch
-from torch._prims_common import suggest_memory_format  # private: the rule aten's cat uses for its output's layout
+from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+
+def suggest_memory_format(t: torch.Tensor) -> torch.memory_format:
+    """The layout aten's cat gives its output by (Tensor.suggest_memory_format: is_channels_last_strides_2d_s4 and
+    _3d_s5 in c10/core/MemoryFormat.h), where a size the trace cannot know counts as more than 1, as a size must for a
+    layout to matter. torch's own Python copy of the rule (torch._prims_common.suggest_memory_format) counts it as 0:
+    contiguous, where the real kernel's output for a count of 2 or more is channels_last, and a compiled program that
+    checks the output's strides against the fake's (Inductor's assert_size_stride) fails."""
+    order = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}.get(t.dim())
+    if t.layout != torch.strided or order is None or guard_or_false(t.stride(1) == 0):
+        return torch.contiguous_format
+    smallest = 0  # the memory a dimension's stride must be past, in the channels_last order
+    for d in order:
+        if (guard_or_false(t.shape[d] == 0) or guard_or_false(t.stride(d) < smallest)
+                or d == 0 and guard_or_false(smallest == t.stride(1))):
+            return torch.contiguous_format
+        smallest = t.stride(d) * t.shape[d]
+    return torch.channels_last if t.dim() == 4 else torch.channels_last_3d
 
 
 def fake(a, b):

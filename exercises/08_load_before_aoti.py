@@ -28,9 +28,10 @@ It calls `run`, in this order:
   an hour later by the process's clocks (time's clocks and datetime's);
 - on one more release, for a caller whose default dtype is float64;
 - by one relative name from the folders of two releases in turn (a caller that changes its working directory);
-- on 1025 files in turn, twice;
 - on a release, then four times on it once torn (a copy cut off halfway, as a full disk or a killed deploy leaves
-  it), then on it once a complete release is deployed over it.
+  it), then on it once a complete release is deployed over it;
+- on 1025 files in turn, twice;
+- from four threads at once, on a release no call has loaded (a server's requests in parallel).
 
 It checks each output (a tensor the caller can use as any other), the refusals, and:
 - that grad mode, the number of threads, the inter-op threads, whether denormal numbers flush to zero, float32 matmul
@@ -44,8 +45,9 @@ It checks each output (a tensor the caller can use as any other), the refusals, 
   folders, and grow neither the temporary folder, nor the home folder (where a cache would go), nor the models the
   process keeps loaded: a model that no name the caller gives leads to any more (an old release behind a flipped link,
   or a release whose file was removed) is dropped by the next call on that name at the latest, a call that fails too;
-- that no call loads a file's model again while the file is unchanged (after a request the package refused, or given
-  by another name: a symbolic or a hard link to it; a model's library stays mapped after the model is dropped);
+- that no call loads a file's model again while the file is unchanged (after a request the package refused, given
+  by another name: a symbolic or a hard link to it, or asked for by several threads at once; a model's library stays
+  mapped after the model is dropped);
 - that nothing was loaded from the workbook's build folder.
 """
 

@@ -6590,6 +6590,7 @@ def load_before_aoti(path: Path) -> Result:
             # them is loaded once, and each load of one of them, counted, returns a StandIn for it (1025 real loads take
             # seconds). A load by another way than load_package is a real one, seen in the process's mappings.
             stand_in_for, loads_stood_in = {{}}, [0]
+            hold_loads = [0.0]  # seconds each real load waits first (a large model's load, while other threads run)
 
             class StandIn:
                 def __init__(self, model):
@@ -6633,6 +6634,8 @@ def load_before_aoti(path: Path) -> Result:
                     if (model := stand_in_for.get(hashlib.sha256(contents).digest())) is not None:
                         loads_stood_in[0] += 1
                         return StandIn(model)
+                if hold_loads[0]:
+                    clock.sleep(hold_loads[0])
                 mapped = models_mapped()
                 model = load_package(*args, **kwargs)
                 models_loaded.append((weakref.ref(model), models_mapped() - mapped))
@@ -7110,6 +7113,31 @@ def load_before_aoti(path: Path) -> Result:
             print("MANY", json.dumps({{"grew": (grew := len(models_mapped()) - before + loads_stood_in[0] - stood_in),
                                       "same": same}}))
             stop_unless(grew == 0 and same)
+            # Four requests at once, in four threads, on a release no call has loaded (a server's requests in
+            # parallel): one load. Each real load waits a while first, so that a thread that finds the model not
+            # loaded yet reaches a load of its own meanwhile, whatever the threads' order.
+            import threading
+            at_once = os.path.join({str(elsewhere)!r}, "at_once", "model.pt2")
+            release_of_its_own({str(retiring)!r}, at_once, "at once")
+            environment, before, outs = _c_environment(), len(models_mapped()), [None] * 4
+            start = threading.Barrier(4)
+
+            def request(n):
+                start.wait()
+                outs[n] = given_run(at_once, x_race)
+
+            hold_loads[0] = 0.5
+            threads = [threading.Thread(target=request, args=(n,)) for n in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            hold_loads[0] = 0.0
+            print("AT ONCE", json.dumps({{"grew": (grew := len(models_mapped()) - before),
+                                         "same": (same := all(isinstance(out, torch.Tensor) and torch.allclose(
+                                             out, outputs_race[0], atol=1e-6) for out in outs)),
+                                         "environment": (kept := _c_environment() == environment)}}))
+            stop_unless(grew <= 1 and same and kept)
             python_now = python_settings()
             print("PYTHON SETTINGS", json.dumps({{"changed": [what for what, was in python_found.items()
                                                            if python_now[what] != was]}}))
@@ -7154,14 +7182,14 @@ def load_before_aoti(path: Path) -> Result:
     (imported, redeployed, twice, through_a_link, one_row, float64, int64, float16, no_grad, new_api, mapped,
      after_refusals,
      another_name, refilled, still_named, retired, in_turn, releases, linked, to_one_loaded, flipped, kept, raced,
-     read_raced, relative, many, torn, python_settings) = (
+     read_raced, relative, many, torn, at_once, python_settings) = (
         [json.loads(line.removeprefix(f"{name} ")) for line in lines if line.startswith(f"{name} ")]
         for name in ("IMPORTED", "REDEPLOYED", "TWICE", "THROUGH A LINK", "ONE ROW", "FLOAT64", "INT64", "FLOAT16",
                      "NO GRAD", "NEW API",
                      "MAPPED", "AFTER REFUSALS", "ANOTHER NAME", "REFILLED", "STILL NAMED", "RETIRED", "IN TURN",
                      "RELEASES",
                      "LINKED", "TO ONE LOADED", "FLIPPED", "KEPT", "RACED", "READ RACED", "RELATIVE", "MANY",
-                     "TORN", "PYTHON SETTINGS"))
+                     "TORN", "AT ONCE", "PYTHON SETTINGS"))
     if imported and not imported[0]["grad_mode"]:
         return Result(False, "in the fresh Python, importing your file turned grad mode off (torch.set_grad_enabled, "
                              "or a torch.no_grad() entered and never left): from the import on, the caller's own code "
@@ -7461,6 +7489,22 @@ def load_before_aoti(path: Path) -> Result:
                              "from the failed loads (a failure remembered by the file's name?) refuses the repaired "
                              "release until the process restarts: what a failed load leaves must go when the file's "
                              f"contents change.{hint}.")
+    at_once_what = ("run() from four threads at once on one release no call had loaded (a server's requests in "
+                    "parallel)")
+    if at_once and not at_once[0]["same"]:
+        return Result(False, f"in the fresh Python, {at_once_what}: not the model's output in every thread (one "
+                             "raised?). Each request gets its model's output, whatever the others do meanwhile"
+                             f"{hint}.")
+    if at_once and at_once[0]["grew"] > 1:
+        return Result(False, _mapped_more(at_once_what, at_once[0]["grew"], "each thread that found the file's "
+                                          "model not loaded yet loaded it itself (a check, then a load, with another "
+                                          "thread's check in between). What run() reads and changes of what it keeps "
+                                          f"is one call's at a time. {_LOADED_ONCE}") + f"{hint}.")
+    if at_once and not at_once[0]["environment"]:
+        return Result(False, f"in the fresh Python, {at_once_what}: the process's environment variables were changed "
+                             "once the four were done: one thread's setting, set back to what another had set "
+                             "meanwhile? What a call changes of the process, another thread sees; each call leaves "
+                             f"it as it found it.{hint}.")
     if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
         return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:

@@ -13,9 +13,10 @@ float32 weight and into the parameter (under no_grad, as an optimizer step does)
 through `.data` (the fourth while an earlier output is kept), in a region of float16, in one without autocast's cast
 cache, in one under torch.no_grad() (an evaluation loop: no graph recorded), under a TorchDispatchMode entered then, in
 twenty regions on new inputs (nothing of them kept once the caller drops them), and after `lib` is destroyed and
-register() given a new Library (a test's fixture, a plugin reloaded); it records the dtypes its CPU kernel receives,
-compares the results and the gradients, and the thread's dispatch state and autocast's settings before and after each
-call and register() itself, and that the caller's tensors are left as they were.
+register() given a new Library (a test's fixture, a plugin reloaded), then in two threads' regions at once (a threaded
+server); it records the dtypes its CPU kernel receives, compares the results and the gradients, and the thread's
+dispatch state and autocast's settings before and after each call and register() itself, and that the caller's tensors
+are left as they were.
 """
 
 import torch

@@ -31,7 +31,8 @@ It calls `run`, in this order:
 - on a release, then four times on it once torn (a copy cut off halfway, as a full disk or a killed deploy leaves
   it), then on it once a complete release is deployed over it;
 - on 1025 files in turn, twice;
-- from four threads at once, on a release no call has loaded (a server's requests in parallel).
+- from four threads at once, on a release no call has loaded, two by its name and two by a hard link to it (a
+  server's requests in parallel).
 
 It checks each output (a tensor the caller can use as any other), the refusals, and:
 - that grad mode, the number of threads, the inter-op threads, whether denormal numbers flush to zero, float32 matmul

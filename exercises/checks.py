@@ -543,6 +543,15 @@ def walk(path: Path) -> Result:
     ]:
         if not (result := walked(*case)).passed:
             return result
+    # A backend whose key stands alone, with no dense backend's functionality bit (c10's MkldnnCPU, as Metal): a
+    # kernel there computes, and a CompositeExplicitAutograd one fills the other rows; the walk ends at MkldnnCPU's.
+    if torch.backends.mkldnn.is_available():  # a torch built without oneDNN has no mkldnn tensors
+        with operator("walk_mkldnn(Tensor x) -> Tensor", lambda x: x.to_dense().to_mkldnn(), "MkldnnCPU") as library:
+            library.impl("walk_mkldnn", lambda x: x.clone(), "CompositeExplicitAutograd")
+            if not (result := walked("exercise::walk_mkldnn(x), x an mkldnn tensor, the operator with a kernel at "
+                                     "MkldnnCPU and a CompositeExplicitAutograd one",
+                                     torch.ops.exercise.walk_mkldnn.default, (torch.randn(2, 3).to_mkldnn(),))).passed:
+                return result
     # Asking is not calling: a walk reads the tables, and leaves the arguments as they were.
     x, y = torch.ones(3), torch.ones(3)
     kernels(torch.ops.aten.add_.Tensor, x, y)
@@ -551,7 +560,8 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    return Result(True, f"all {len(cases) + 39} calls walked as the dispatcher walks them, five of them again after "
+    walked_calls = len(cases) + 39 + torch.backends.mkldnn.is_available()
+    return Result(True, f"all {walked_calls} calls walked as the dispatcher walks them, five of them again after "
                         "a registration changed; none of them made")
 
 
@@ -979,7 +989,12 @@ def _process_state() -> dict:
             "the random number generator's state (torch.manual_seed)": (torch.random.get_rng_state(),
                                                                         torch.random.set_rng_state),
             "whether denormal numbers flush to zero (torch.set_flush_denormal)": (_flushes_denormals(),
-                                                                                 torch.set_flush_denormal)}
+                                                                                 torch.set_flush_denormal),
+            "autograd's anomaly detection (torch.autograd.set_detect_anomaly)": (
+                (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+                lambda setting: torch.set_anomaly_enabled(*setting)),
+            "how tensors print (torch.set_printoptions)": (dict(vars(torch._tensor_str.PRINT_OPTS)),
+                                                           lambda options: torch.set_printoptions(**options))}
 
 
 def _process_state_changed(before: dict) -> str:
@@ -1388,9 +1403,13 @@ def meta_kernel(path: Path) -> Result:
             torch.testing.assert_close(compiled(a, b), outer(a, b) * 2)
     except Exception as error:  # noqa: BLE001 - the compiler wraps the kernel's error
         cause = _innermost(error)
+        # No kernel at Meta itself (one at another key, AutogradMeta say, serves plain meta tensors): fake tensors
+        # look for one there, at the Meta key, or for a fake impl.
+        unregistered = not torch._C._dispatch_has_kernel_for_dispatch_key("exercise02::outer", "Meta")
+        where = ("lesson 02, section 2: the key a Meta kernel is registered at" if unregistered else _SYMBOLS)
         return Result(False, f"under torch.compile(dynamic=True), with fake tensors whose sizes are symbols, your "
                              f"Meta kernel failed: {type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]}\n"
-                             f"Look again at {_SYMBOLS}.")
+                             f"Look again at {where}.")
     if counter.frame_count != 1:
         return Result(False, f"torch.compile(dynamic=True) compiled {counter.frame_count} times for 3 sizes, not once: "
                              "your Meta kernel turned a symbolic size into a number, and the compiled graph had to be "
@@ -1641,6 +1660,25 @@ def fallthrough(path: Path) -> Result:
                                  + (", and the Library is still alive: something your code keeps holds it"
                                     if dropped_ref() is not None else "")
                                  + ". A registration lives as long as the Library its caller holds." + hint)
+        # And gone at once, by reference counting, not at the cycle collector's next pass, whenever that comes.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            dropped = torch.library.Library("exercise", "FRAGMENT")
+            answer.register(dropped)
+            dropped_ref = weakref.ref(dropped)
+            del dropped
+            in_a_cycle = dropped_ref() is not None
+        finally:
+            if collecting:
+                gc.enable()
+        gc.collect()
+        if in_a_cycle:
+            return Result(False, "a Library given to register, then dropped by its caller without _destroy(): it "
+                                 "stayed alive, and count_odd's Autograd keys fell through, until Python's cycle "
+                                 "collector ran: your code made a reference cycle through it (something of yours kept "
+                                 "on the Library, that refers to it?). A registration lives as long as the Library its "
+                                 "caller holds, and goes when the caller's last reference does." + hint)
         return Result(True, f"autograd skipped at all {len(_autograd_keys())} Autograd keys, CPU and meta tensors "
                             "included; the registration lives in your Library")
 
@@ -3535,10 +3573,21 @@ def _mm2_seen_by_a_mode(op, activation: torch.Tensor, weight: torch.Tensor) -> s
 
 @exercise("05.register_autocast", "easy", on_crash=_register_autocast_crash)
 def register_autocast(path: Path) -> Result:
+    import threading
+
     received = []  # the dtypes each call of mm2's CPU kernel received
     seen = []  # and the tensors, as weak references
+    # The two-thread step's: a thread's name -> (the event it sets in mm2's CPU kernel, the one it then waits for),
+    # and, by name, whether AutocastCPU was excluded there once it went on.
+    meetings, excluded_after = {}, {}
 
     def mm2(a, b):
+        if (meeting := meetings.get(threading.current_thread().name)) is not None:
+            meeting[0].set()
+            if meeting[1] is not None:
+                meeting[1].wait(10)
+            excluded_after[threading.current_thread().name] = torch._C._dispatch_tls_is_dispatch_key_excluded(
+                torch._C.DispatchKey.AutocastCPU)
         received.append((a.dtype, b.dtype))
         seen.extend((weakref.ref(a), weakref.ref(b)))
         torch._check(a.dtype == b.dtype, lambda: f"exercise::mm2: dtypes {a.dtype} and {b.dtype} differ")
@@ -3782,10 +3831,34 @@ def register_autocast(path: Path) -> Result:
             with torch.autocast("cpu"):
                 problem = call("after the first Library was destroyed and register() given a new one (a test fixture, "
                                "a plugin reloaded), in a region", activation, weight, torch.bfloat16)
+            # Two threads in autocast regions at once (a threaded server): thread B calls mm2 while thread A's call is
+            # inside mm2's CPU kernel, which then goes on.
+            a_inside, b_inside = threading.Event(), threading.Event()
+            meetings.update({"mm2 A": (a_inside, b_inside), "mm2 B": (b_inside, None)})
+
+            def request(name: str) -> None:
+                if name == "mm2 B":
+                    a_inside.wait(10)
+                with torch.autocast("cpu"):
+                    torch.ops.exercise.mm2.default(torch.randn(2, 3), torch.randn(3, 2, dtype=torch.bfloat16))
+
+            threads = [threading.Thread(target=request, args=(name,), name=name) for name in ("mm2 A", "mm2 B")]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            meetings.clear()
         finally:
             second._destroy()
         if problem:
             return Result(False, problem)
+        if excluded_after.get("mm2 A") is False:
+            return Result(False, "two threads in autocast regions at once (a threaded server): thread B called mm2 "
+                                 "while thread A's call was inside mm2's CPU kernel, and there, once B's call had "
+                                 "gone through your kernel, AutocastCPU was no longer excluded on thread A: every "
+                                 "torch operation A's kernel makes after that is autocast again. What your kernel's "
+                                 "guard holds is every call's at once (one object, made once?): a guard belongs to "
+                                 "one call on one thread (lesson 05, section 4)")
         return Result(True, "inside autocast mm2 ran in bfloat16 on float32, float16 and bfloat16 inputs, with "
                             "gradients, as it was on float64 and integer ones, in float32 after the region, on a "
                             "weight's and a parameter's new values in a second region, and in bfloat16 in a float16 "
@@ -4332,6 +4405,17 @@ def autocast_guard(path: Path) -> Result:
                              "runs in the dtype it receives; lesson 05, section 2: what cached_cast casts)")
     if _SUM_SQUARES_MORE_CALLS:
         return Result(False, _SUM_SQUARES_MORE_CALLS[0])
+    # Last: a kernel of the reader's at another device's Autocast key, which the task does not ask for (lesson 05's
+    # registrations for two devices invite one), runs in that device's regions on its tensors.
+    if others := [name for name in torch._C.DispatchKey.__members__ if name.startswith("Autocast")
+                  and name != "AutocastCPU"
+                  and torch._C._dispatch_has_kernel_for_dispatch_key("exercise05::sum_squares", name)]:
+        device_type = others[0].removeprefix("Autocast").lower()
+        return Result(False, f"sum_squares' dispatch table has a kernel of yours at {others[0]} too: it runs in "
+                             f"every {device_type} autocast region, on that device's tensors, where a guard that "
+                             "excludes AutocastCPU leaves the call's own key in, so the kernel calls itself until the "
+                             "stack overflows, and a cast for the CPU casts none of them. The task's kernel is "
+                             "AutocastCPU's, and nothing else (lesson 05, section 2).")
     return Result(True, (
         "float32 below autocast for every eligible input, xs and scale, float8 too, in one region and again in a "
         "second one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's "
@@ -5094,7 +5178,12 @@ def vmap_rule(path: Path) -> Result:
                 ("x [4, 1, 6] batched in dimension 0 and y [6] with no batch: examples of one row against a vector",
                  torch.randn(4, 1, 6), torch.randn(6), (0, None)),
                 ("x [6] with no batch and y [4, 1, 6] batched in dimension 0: a vector against examples of one row",
-                 torch.randn(6), torch.randn(4, 1, 6), (None, 0))]:
+                 torch.randn(6), torch.randn(4, 1, 6), (None, 0)),
+                # Examples of three dimensions that a reshape to rows of the second size folds without complaint.
+                ("x and y [4, 2, 3, 1], both batched in dimension 0: examples of three dimensions, the last of them 1",
+                 torch.randn(4, 2, 3, 1), torch.randn(4, 2, 3, 1), (0, 0)),
+                ("an empty batch, x and y [0, 2, 3, 4], both batched in dimension 0: examples of three dimensions, "
+                 "though there is none", torch.randn(0, 2, 3, 4), torch.randn(0, 2, 3, 4), (0, 0))]:
             try:
                 out = torch.vmap(torch.ops.exercise.rowdot, in_dims=in_dims)(x, y)
             except Exception as error:  # noqa: BLE001 - refused, as each example's call is
@@ -5222,6 +5311,11 @@ def records_graph(path: Path) -> Result:
         ("a bfloat16 input that requires grad", False, lambda: [leaf(torch.bfloat16, grad=True), leaf(torch.bfloat16)]),
         ("a bfloat16 input with a forward-mode tangent", True,
          lambda: [dual(torch.ones(2), torch.bfloat16), leaf(torch.bfloat16)]),
+        # Every complex dtype: complex128 as complex64 (a dtype list of the usual ones misses it).
+        ("a complex128 input that requires grad", False,
+         lambda: [leaf(torch.complex128, grad=True), leaf(torch.complex128)]),
+        ("a complex128 input with a forward-mode tangent", True,
+         lambda: [dual(torch.ones(2) * 1j, torch.complex128), leaf(torch.complex128)]),
     ]
     cases += [  # last: an answer that reads a tangent where none can be raises on them
         ("a sparse COO input that requires grad, inside forward_ad.dual_level()", True,
@@ -5757,6 +5851,45 @@ def _layer_cost_keeps_flush_denormal(answer) -> str | None:
     return None
 
 
+def _layer_cost_watchdog_kept(answer) -> str | None:
+    """faulthandler's watchdog (dump_traceback_later: one per process, a thread of its own while armed) as the caller
+    armed it, after a measurement: the check's runner arms one for the reader's code (toolkit.Watchdog), and one is
+    armed here where it has not. The reader's first call, 4 rounds (an even number: an alternation kept between calls
+    meets the check's later calls as it would have)."""
+    import faulthandler
+    import os
+
+    from .toolkit import WATCHDOG
+
+    if not os.path.isdir("/proc/self/task"):  # the operating system's list of the process's threads (Linux)
+        return None
+    import threading
+
+    armed_here = not WATCHDOG.started
+    if armed_here:
+        faulthandler.dump_traceback_later(3600, exit=False)  # the caller's own
+    # The random numbers as they were, after: an answer that draws meets the check's later calls as it would have.
+    python_random, torch_random = random.getstate(), torch.random.get_rng_state()
+    try:
+        before, python_threads = len(os.listdir("/proc/self/task")), len(threading.enumerate())
+        timer = FakeTimer(0.4, seed=3)
+        answer(timer.with_layer, timer.without, rounds=4)
+        after = len(os.listdir("/proc/self/task"))
+    finally:
+        if armed_here:
+            faulthandler.cancel_dump_traceback_later()
+        random.setstate(python_random)
+        torch.random.set_rng_state(torch_random)
+    # A Python thread left running (a pool's) is said by _layer_cost_thread_started_meanwhile, later, in its words.
+    if after != before and len(threading.enumerate()) == python_threads:
+        return (f"the process had {before} threads before your function ran and {after} after it, as the operating "
+                "system lists them (/proc/self/task), where Python's threading module lists none of them: your code "
+                "started or stopped a thread of C's, faulthandler's watchdog (dump_traceback_later)? A process has one "
+                "watchdog: arming one replaces the caller's, and cancel_dump_traceback_later() cancels the caller's "
+                "too. A measurement leaves the process's settings as it found them")
+    return None
+
+
 def _layer_cost_thread_started_meanwhile(answer) -> str | None:
     """A thread started while the measurement times (torch starts its OpenMP threads at its first parallel call, which
     a timed call may be) runs, once the measurement is over, as the process's others do. Linux keeps a thread's CPUs,
@@ -6075,6 +6208,8 @@ def layer_cost(path: Path) -> Result:
     interop = torch.get_num_interop_threads()  # compared at the end: its default follows the CPUs the process may use
     first = {name: value for name, value in _layer_cost_settings().items()  # before the first call, as the caller had
              if name in _LAYER_COST_FIRST}
+    if wrong := _layer_cost_watchdog_kept(answer):  # first: the runner's watchdog is armed until a call cancels it
+        return Result(False, wrong)
     problems, measured = [], []
     # A threshold of the reader's own, a fixed number of µs, is caught by two machines: a quiet one where 0.02 µs is a
     # cost, and a noisy one where nothing is, though the median difference is 0.26 µs (seed 6; its first quartile is
@@ -7114,17 +7249,20 @@ def load_before_aoti(path: Path) -> Result:
                                       "same": same}}))
             stop_unless(grew == 0 and same)
             # Four requests at once, in four threads, on a release no call has loaded (a server's requests in
-            # parallel): one load. Each real load waits a while first, so that a thread that finds the model not
-            # loaded yet reaches a load of its own meanwhile, whatever the threads' order.
+            # parallel), two by its name and two by a hard link to it: one load. Each real load waits a while first,
+            # so that a thread that finds the model not loaded yet reaches a load of its own meanwhile, whatever the
+            # threads' order.
             import threading
             at_once = os.path.join({str(elsewhere)!r}, "at_once", "model.pt2")
             release_of_its_own({str(retiring)!r}, at_once, "at once")
+            os.link(at_once, os.path.join(os.path.dirname(at_once), "same_file.pt2"))
             environment, before, outs = _c_environment(), len(models_mapped()), [None] * 4
             start = threading.Barrier(4)
 
             def request(n):
                 start.wait()
-                outs[n] = given_run(at_once, x_race)
+                outs[n] = given_run(at_once if n % 2 else os.path.join(os.path.dirname(at_once), "same_file.pt2"),
+                                    x_race)
 
             hold_loads[0] = 0.5
             threads = [threading.Thread(target=request, args=(n,)) for n in range(4)]
@@ -7489,8 +7627,8 @@ def load_before_aoti(path: Path) -> Result:
                              "from the failed loads (a failure remembered by the file's name?) refuses the repaired "
                              "release until the process restarts: what a failed load leaves must go when the file's "
                              f"contents change.{hint}.")
-    at_once_what = ("run() from four threads at once on one release no call had loaded (a server's requests in "
-                    "parallel)")
+    at_once_what = ("run() from four threads at once on one release no call had loaded, two by its name and two by a "
+                    "hard link to it (a server's requests in parallel)")
     if at_once and not at_once[0]["same"]:
         return Result(False, f"in the fresh Python, {at_once_what}: not the model's output in every thread (one "
                              "raised?). Each request gets its model's output, whatever the others do meanwhile"
@@ -7878,11 +8016,12 @@ def stable_autograd(path: Path) -> Result:
                              "intermediates do not stay until backward (lesson 04, section 1: what forward saves)"
                              + hint)
     if kept:
+        held = ("still hold their memory: the graph keeps them" if len(kept) > 1 else
+                "still holds its memory: the graph keeps it")
         return Result(False, f"add(a, b), a and b intermediates (sin and cos of a leaf), dropped by the caller while "
-                             f"the graph lives on (a loss made from the output): {' and '.join(kept)} still hold "
-                             "their memory: the graph keeps them (saved for backward?), which add's backward does "
-                             "not need. torch's own a + b frees them at once (lesson 04, section 1: what forward "
-                             "saves)" + hint)
+                             f"the graph lives on (a loss made from the output): {' and '.join(kept)} {held} (saved "
+                             "for backward?), which add's backward does not need. torch's own a + b frees them at "
+                             "once (lesson 04, section 1: what forward saves)" + hint)
     if problem := (_stable_add_unbacked(op, path) or _stable_add_backward_symbolic(op, path)):
         return Result(False, f"{problem}\nLook again at lesson 08, section 2, and lesson 06, section 5.")
     for what, a, b, grads in _stable_add_opcheck_cases():
@@ -7922,6 +8061,23 @@ def stable_autograd(path: Path) -> Result:
                                  "size 1, which opcheck's comparison skips, and a compiled program reads them where "
                                  "eager reads the CPU kernel's (x.stride(), as_strided). The fake kernel returns what "
                                  f"the CPU kernel returns, strides and all.\nLook again at {meta}.")
+    # Calls the CPU kernel takes that the samples above have not made: two 0-dim tensors, and 2**21 elements. A fake
+    # kernel refuses what the CPU kernel refuses, and nothing more.
+    for what, a, b in (("two 0-dim float32 tensors", torch.tensor(1.5), torch.tensor(2.0)),
+                       ("two float32 tensors of shape [2048, 1024] (2**21 elements)", torch.ones(2048, 1024),
+                        torch.ones(2048, 1024))):
+        real = op(a, b)
+        try:
+            out = op(a.to("meta"), b.to("meta"))
+        except Exception as error:  # noqa: BLE001 - the reader's fake may raise anything; that is the diagnosis
+            return Result(False, f"on {what}, on meta tensors, your fake kernel raised {_raised(error, path)}, where "
+                                 "the CPU kernel adds them: torch.compile and torch.export would refuse a call that "
+                                 "eager runs. A fake kernel refuses what the CPU kernel refuses, and nothing more."
+                                 f"\nLook again at {meta}.")
+        if (out.shape, out.dtype, out.stride()) != (real.shape, real.dtype, real.stride()):
+            return Result(False, f"on {what}, on meta tensors, your fake kernel returned shape {list(out.shape)}, "
+                                 f"{out.dtype}, strides {list(out.stride())}: not what the CPU kernel returns "
+                                 f"({list(real.shape)}, {real.dtype}, {list(real.stride())}).\nLook again at {meta}.")
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")
@@ -8113,6 +8269,9 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
             to(torch.ones(6)), to(torch.full((6,), 1j)), to(torch.zeros(6)))),
         "a 0-dim CUDA tensor as `other` (a CUDA scalar beside the device's tensors, which reaches this kernel: "
         "PrivateUse1 outranks CUDA)": ("other", lambda to: (to(x), _cuda_scalar(3.0), to(z))),
+        "a CPU `other` beside a float64 `self` and `out`": ("other", lambda to: (
+            to(torch.ones(3, dtype=torch.float64)), torch.ones(3, dtype=torch.float64),
+            to(torch.zeros(3, dtype=torch.float64)))),
     }
     return plain, harder, refused
 
@@ -8156,8 +8315,14 @@ def _mul_out_problems() -> list[str]:
     problems = []
     kernel_only = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
     grad_mode = torch.is_grad_enabled()
+    # The process's settings too (the random numbers aside: the check draws its inputs between the calls).
+    process = {what: setting for what, setting in _process_state().items() if "random" not in what}
 
     def grad_mode_left(case: str) -> None:  # grad mode is thread-local state: a kernel that changes it must restore it
+        if (changed := _process_state_changed(process)) and not any("was not as before" in p for p in problems):
+            problems.append(f"after your kernel ran ({case}), {changed} was not as before: a setting of the whole "
+                            "process, which every later call, the caller's own too, runs with. A kernel changes "
+                            "nothing but its output (lesson 00, section 2)")
         if torch.is_grad_enabled() != grad_mode:
             if not any("grad mode was left" in problem for problem in problems):
                 problems.append(f"after your kernel ran ({case}), grad mode was left "

@@ -10,6 +10,7 @@ import importlib.util
 import logging
 import re
 import signal
+import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -210,6 +211,7 @@ def load_python(path: Path):
     process would run so, on code that never calls the reader's operator."""
     spec = importlib.util.spec_from_file_location(f"exercise_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import does: a dataclass of the file reads its module's namespace there
     code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
     settings, thread, generator = compile_settings(), thread_state(), torch.random.get_rng_state()
     torch.manual_seed(20261129)  # a caller's own seed, not the check's (which a manual_seed(0) would leave as it was)

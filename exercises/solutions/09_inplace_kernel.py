@@ -22,9 +22,10 @@ else checks, converts or resizes anything (section 7). As aten's out= kernels do
 - leave every argument as it was when it refuses a call, and leave `self` and `other` as they were, unless one of
   them is `out`.
 The check calls it on each of these cases, compares with aten's own mul on the CPU, calls it again after an argument
-changed in place (its values, or its layout: t_), and makes sure thread-local state is as it was after each call, inside
-torch.no_grad() too. Any torch operator may be called inside (on the device, `*` runs a kernel of ours). (aten also
-refuses an `out` that partly overlaps `self` or `other`; the check does not ask that of yours.)
+changed in place (its values, or its layout: t_), and makes sure thread-local state and the process's settings (threads,
+default dtype, denormal flushing) are as they were after each call, a refused one too, inside torch.no_grad() too. Any
+torch operator may be called inside (on the device, `*` runs a kernel of ours). (aten also refuses an `out` that partly
+overlaps `self` or `other`; the check does not ask that of yours.)
 """
 
 import torch

@@ -1033,6 +1033,33 @@ def _softplus2_dtypes_inside(op) -> list[str]:
     return []
 
 
+def _softplus2_dtypes_when_traced(op) -> list[str]:
+    """_softplus2_dtypes_inside on a float64 fake tensor (what torch.compile and torch.export trace with): a kernel
+    that tells traced tensors apart computes otherwise in the compiled or exported program than in eager."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Dtypes(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            seen.extend((str(func), t.dtype) for t in torch.utils._pytree.tree_leaves(out)
+                        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float64)
+            return out
+
+    with FakeTensorMode():
+        x = torch.linspace(-3, 3, 7, dtype=torch.float64)
+        with Dtypes():
+            op(x)
+    if seen:
+        func, dtype = seen[0]
+        return [f"on a float64 fake tensor (what torch.compile and torch.export trace with), your kernel computes in "
+                f"{dtype} ({func} gives it), where on a real one it does not: the compiled or exported program "
+                "computes at another precision than eager. A kernel computes alike on every tensor that reaches it"]
+    return []
+
+
 @exercise("02.composite_key", "medium")
 def composite_key(path: Path) -> Result:
     import contextlib
@@ -1180,6 +1207,8 @@ def composite_key(path: Path) -> Result:
                 problems.append("a call inside torch.no_grad() turned grad mode on for the rest of the block: a "
                                 "kernel must leave the caller's thread-local state as it found it (lesson 00, "
                                 "section 2)")
+        if not problems:  # last: as torch.compile and torch.export trace it, the kernel computes as eager does
+            problems += _softplus2_dtypes_when_traced(op)
         if answer.KEY == "CompositeImplicitAutograd":  # the key is right: the kernel is at fault
             hint = ("\nThe key is right; look at the kernel. Lesson 02, sections 3 and 4: a composite kernel runs on "
                     "every kind of tensor that reaches it, with autograd watching: torch operations only, in the "
@@ -1544,7 +1573,11 @@ def fallthrough(path: Path) -> Result:
         library = torch.library.Library("exercise", "FRAGMENT")  # the reader's, apart from the definition's
         answer = load_python(path)  # kept: a Library the module holds lives as long as the module
         thread, filters = thread_state(), list(warnings.filters)
+        process, warn_always = _process_state(), torch.is_warn_always_enabled()
         answer.register(library)
+        process_changed = _process_state_changed(process)  # said after the steps below: they were there first
+        warn_always_changed = torch.is_warn_always_enabled() != warn_always
+        torch.set_warn_always(warn_always)
         if changed := thread_state_changes(thread):
             return Result(False, f"register changed this thread's state: {changed}. That changes every later call on "
                                  "the thread, of every operator, not count_odd's dispatch table alone (lesson 00, "
@@ -1571,6 +1604,11 @@ def fallthrough(path: Path) -> Result:
                                  f"{torch._C._get_autograd_fallback_mode()!r}: a process-wide mode, for every operator "
                                  "without an Autograd kernel, not count_odd's alone (lesson 03, section 1). The "
                                  "registration must change count_odd's dispatch table only.")
+        if process_changed or warn_always_changed:
+            what = process_changed or "whether torch warns every time, not once (torch.set_warn_always)"
+            return Result(False, f"register changed {what}: a process-wide setting, for every operator and every "
+                                 "tensor the program makes afterwards, not count_odd's dispatch table, and it "
+                                 "outlives lib. The registration must change count_odd's dispatch table only.")
         problems = []
         hint = ("\nLook again at lesson 03, section 2: how an operator tells the dispatcher that a key has nothing to "
                 "do for it, on every backend.")
@@ -2762,27 +2800,33 @@ def _cube_saved_as_given(cube) -> str | None:
 
 def _cube_first_on_meta(path: Path) -> str | None:
     """Your file loaded afresh, its backward first run on fake tensors (torch.compile's and torch.export's tracing),
-    then on meta tensors (shape inference, a model built on the meta device), then on CPU ones: whatever backward
-    makes, it makes for the tensors of each call."""
+    then on meta tensors (shape inference, a model built on the meta device), then on CPU ones; and loaded afresh
+    again, on CPU tensors first (an eager warm-up, then torch.compile), then fake, then meta: whatever backward makes,
+    it makes for the tensors of each call."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    with _cube_operator(load_python(path), "cube_again") as cube:
-        for tensors, device in (("fake", "cpu"), ("meta", "meta"), ("CPU", "cpu")):
-            with FakeTensorMode() if tensors == "fake" else nullcontext():
-                x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, device=device, requires_grad=True)
-                try:
-                    (grad,) = torch.autograd.grad(cube(x).sum(), x)
-                except Exception as error:  # noqa: BLE001 - the reader's backward may raise anything
-                    # torch's advice (allow_non_fake_inputs) is for code that means to mix them, which backward is not
-                    said = str(error).splitlines()[0].split(" or instantiate FakeTensorMode with")[0][:160]
-                    return (f"your file loaded afresh, a backward on fake tensors first (as torch.compile traces "
-                            f"it), then one on meta tensors, then one on CPU tensors: the {tensors} one raised "
-                            f"{type(error).__name__}: {said}. Something backward made at an earlier "
-                            "call was used again: what backward computes, it computes from the tensors of each call "
-                            f"({_CUBE_DIFFERENTIABLE})")
-    if not torch.allclose(grad, 3 * x.detach() ** 2):
-        return (f"your file loaded afresh, a backward on fake tensors first, then on meta ones, then on CPU ones: d/dx "
-                f"{grad.tolist()}")
+    orders = [(("fake", "meta", "CPU"), "cube_again", "a backward on fake tensors first (as torch.compile traces it), "
+               "then one on meta tensors, then one on CPU tensors", "a backward on fake tensors first, then on meta "
+               "ones, then on CPU ones"),
+              (("CPU", "fake", "meta"), "cube_warmed_up", "a backward on CPU tensors first (an eager warm-up, before "
+               "torch.compile traces it), then one on fake tensors, then one on meta tensors", "")]
+    for order, name, calls, calls_briefly in orders:
+        with _cube_operator(load_python(path), name) as cube:
+            for tensors in order:
+                with FakeTensorMode() if tensors == "fake" else nullcontext():
+                    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64,
+                                     device="meta" if tensors == "meta" else "cpu", requires_grad=True)
+                    try:
+                        (grad,) = torch.autograd.grad(cube(x).sum(), x)
+                    except Exception as error:  # noqa: BLE001 - the reader's backward may raise anything
+                        # torch's advice (allow_non_fake_inputs) is for code that means to mix them, which backward
+                        # is not
+                        said = str(error).splitlines()[0].split(" or instantiate FakeTensorMode with")[0][:160]
+                        return (f"your file loaded afresh, {calls}: the {tensors} one raised {type(error).__name__}: "
+                                f"{said}. Something backward made at an earlier call was used again: what backward "
+                                f"computes, it computes from the tensors of each call ({_CUBE_DIFFERENTIABLE})")
+                if tensors == "CPU" and calls_briefly and not torch.allclose(grad, 3 * x.detach() ** 2):
+                    return f"your file loaded afresh, {calls_briefly}: d/dx {grad.tolist()}"
     return None
 
 
@@ -2950,6 +2994,22 @@ def _cube_keeps_nothing(cube) -> str | None:
     return None
 
 
+def _module_keeps_no_tensor(module) -> str | None:
+    """After the check's calls, no tensor in the reader's module: in a variable of its own, or in a dict, list, tuple or
+    set there (a cache of constants made at a real call, say, which a later trace on fake tensors meets)."""
+    for name, value in vars(module).items():
+        if name.startswith("__") or isinstance(value, type(module)):
+            continue
+        held = (value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple, set))
+                else [value])
+        if any(isinstance(item, torch.Tensor) for item in held):
+            return (f"after the check's calls, your file keeps a tensor in its variable `{name}`: it outlives every "
+                    "call, its memory with it, and a trace on fake tensors after a real call (an eager warm-up, then "
+                    "torch.compile) that meets it meets a real tensor beside its fake ones. A backward computes from "
+                    "what its own call saved, and keeps nothing between calls (lesson 04, section 1).")
+    return None
+
+
 def _cube_large_grad_output_untouched(cube) -> str | None:
     """_cube_samples' check that backward leaves the gradient it receives as it is, on a large one (4M elements): a
     write into it only past some size (to save memory) shows there alone."""
@@ -3039,7 +3099,8 @@ def _cube_settings_kept(cube, alive: list) -> str | None:
 
 @exercise("04.backward", "medium")
 def backward(path: Path) -> Result:
-    with _cube_operator(load_python(path)) as cube:
+    answer = load_python(path)
+    with _cube_operator(answer) as cube:
         alive = []  # every x of the steps below, until the check ends
         # The process's settings first: a backward that changes one, and never sets it back, leaves it changed for
         # the checks after it too.
@@ -3055,7 +3116,8 @@ def backward(path: Path) -> Result:
                        or _cube_outputs_freed(cube) or _cube_ctx_holds_no_tensor(cube)
                        or _cube_gradients_owned(cube) or _cube_after_a_data_write(cube)
                        or _cube_saved_as_given(cube) or _cube_batched_backward(cube) or _cube_first_on_meta(path)
-                       or _cube_large_grad_output_untouched(cube) or _cube_keeps_nothing(cube)):
+                       or _cube_large_grad_output_untouched(cube) or _cube_keeps_nothing(cube)
+                       or _module_keeps_no_tensor(answer)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -3988,11 +4050,14 @@ _SUM_SQUARES_RTOL = {_F64: 1e-12, _F32: 1e-5, _BF16: 2e-2, _F16: 2e-2,  # each d
 # Per call of sum_squares's Autograd kernel (below autocast): whether AutocastCPU was excluded on the thread then, as
 # a guard excludes it, so that a torch operation made below (here, by autograd's setup) is not autocast again.
 _SUM_SQUARES_AUTOCAST_EXCLUDED: list[bool] = []
+# And AutocastXPU, which an XPU region inside the CPU one turns on: a kernel's guard leaves it as the caller had it.
+_SUM_SQUARES_XPU_EXCLUDED: list[bool] = []
 
 
 def _sum_squares_setup(ctx, inputs, output):
     _SUM_SQUARES_AUTOCAST_EXCLUDED.append(
         torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.AutocastCPU))
+    _SUM_SQUARES_XPU_EXCLUDED.append(torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.AutocastXPU))
     xs, scale = inputs
     ctx.save_for_backward(*xs, scale)
 
@@ -4416,6 +4481,18 @@ def autocast_guard(path: Path) -> Result:
                              "excludes AutocastCPU leaves the call's own key in, so the kernel calls itself until the "
                              "stack overflows, and a cast for the CPU casts none of them. The task's kernel is "
                              "AutocastCPU's, and nothing else (lesson 05, section 2).")
+    # And the caller's other regions stay on below the kernel: an XPU region inside the CPU one (torch.autocast("xpu")
+    # turns it on with no XPU here), which a guard excluding every Autocast key (c10's autocast_dispatch_keyset)
+    # turns off for every layer below, as the autograd kernel's setup sees.
+    _SUM_SQUARES_XPU_EXCLUDED.clear()
+    with torch.autocast("cpu"), torch.autocast("xpu", dtype=torch.bfloat16):
+        torch.ops.exercise05.sum_squares([torch.ones(3, dtype=torch.bfloat16, requires_grad=True)])
+    if any(_SUM_SQUARES_XPU_EXCLUDED):
+        return Result(False, "inside torch.autocast(\"cpu\") and torch.autocast(\"xpu\") at once, the layers below "
+                             "your kernel ran with AutocastXPU excluded, where the caller had it on: your guard "
+                             "excludes other devices' Autocast keys too (all of them at once?), so every call the "
+                             "layers below make leaves the caller's XPU (or CUDA) region. A kernel excludes its own "
+                             "key, AutocastCPU, and nothing else (lesson 05, section 2).")
     return Result(True, (
         "float32 below autocast for every eligible input, xs and scale, float8 too, in one region and again in a "
         "second one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's "
@@ -5993,6 +6070,28 @@ def _layer_cost_nested(answer) -> str | None:
             "reused?). Each call's samples are its own")
 
 
+def _layer_cost_nested_at_every_call(answer) -> str | None:
+    """A measurement (of 9 rounds: an odd number) inside every call of another's timer with the layer: the outer one
+    still takes turns, each side first in half its rounds, whatever the inner ones did (on a machine where a round's
+    second call runs faster, a side always first is a cost made up, or one hidden)."""
+    outer, inner = FakeTimer(0.0, seed=33, second_faster=0.6), FakeTimer(0.0, seed=34)
+
+    def with_layer():
+        answer(inner.with_layer, inner.without, rounds=9)
+        return outer.with_layer()
+
+    measured = answer(with_layer, outer.without, rounds=15)
+    layers = [layer for layer, _ in outer.calls]
+    with_first = sum(layers[n] for n in range(0, len(layers) - 1, 2))
+    if len(layers) == 30 and with_first in (7, 8):
+        return None
+    return (f"a layer that costs nothing, on a timer whose second call of a round runs 0.6 µs faster, and whose call "
+            f"with the layer first measures a sub-layer (9 rounds: a second call of your function inside the first, "
+            f"on the same thread): time_with() went first in {with_first} of the outer call's 15 rounds, and you "
+            f"report {_shown(measured)}: each order must come up in half the rounds. The order was changed by the "
+            "inner calls (an alternation kept between calls, per thread or process?): each call's order is its own")
+
+
 def _layer_cost_keeps_c_profiler(answer) -> str | None:
     """A caller that profiles with cProfile, whose profile function is written in C: sys.getprofile() gives its
     Profile object, which sys.setprofile takes as a Python function (one that cannot be called). The profiler is
@@ -6404,7 +6503,7 @@ def layer_cost(path: Path) -> Result:
                              "statistics) is not the caller's work")
     # Last: two threads at once may leave each other's settings behind.
     if wrong := (_layer_cost_in_threads(answer) or _layer_cost_nested(answer)
-                 or _layer_cost_timers_see_the_callers_settings(answer)):
+                 or _layer_cost_timers_see_the_callers_settings(answer) or _layer_cost_nested_at_every_call(answer)):
         return Result(False, wrong)
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
                         "rounds, silent on noise, a coarse timer's included, measured anew on each call, on the "
@@ -7134,8 +7233,16 @@ def load_before_aoti(path: Path) -> Result:
             for i in range(20):
                 answer.run(first, torch.full(x_first.shape, float(i)))
             gc.collect()
-            print("KEPT", json.dumps({{"grew": (grew := tensors_alive() - alive)}}))
-            stop_unless(grew < 10)
+            # And the last request's own tensors: its input and output, dropped by the caller, are freed at once (a
+            # server that keeps the last request's holds its memory until the next: the growth above does not see it).
+            last_input = torch.full(x_first.shape, 20.0)
+            last_output = answer.run(first, last_input)
+            last = [weakref.ref(last_input), weakref.ref(last_output)]
+            del last_input, last_output
+            gc.collect()
+            print("KEPT", json.dumps({{"grew": (grew := tensors_alive() - alive),
+                                      "last": (last_kept := [ref() is not None for ref in last])}}))
+            stop_unless(grew < 10 and not any(last_kept))
             # A release deployed while run() loads the file (copied over it once the loader has read the old one): the
             # next call serves the new release. Then an hour with no call (the clocks moved on), and the same file,
             # unchanged, again: its model is not loaded again.
@@ -7419,6 +7526,13 @@ def load_before_aoti(path: Path) -> Result:
                              "reverse order (another input, with the same sum, shape and dtype): not the model's "
                              "output for the second input. Something kept from the first call was returned (a result "
                              f"kept by a summary of the input?). Each call computes its own input's output.{hint}.")
+    if kept and kept[0]["grew"] < 10 and any(kept[0]["last"]):
+        held = " and ".join(what for what, alive in zip(("its input", "its output"), kept[0]["last"]) if alive)
+        return Result(False, f"in the fresh Python, a request whose input and output the caller then dropped: {held} "
+                             "stayed alive after the call: run() keeps the last request's tensors (for the next?), "
+                             "so a server holds a request's memory until another comes, its largest batch's too. "
+                             f"What a call is given and returns is the caller's, and goes when the caller drops it"
+                             f"{hint}.")
     if kept and kept[0]["grew"] >= 10:
         return Result(False, "in the fresh Python, twenty requests of new inputs, their outputs dropped by the caller: "
                              f"{kept[0]['grew']} more tensors alive after them than before. run() keeps something of "
@@ -8078,6 +8192,8 @@ def stable_autograd(path: Path) -> Result:
             return Result(False, f"on {what}, on meta tensors, your fake kernel returned shape {list(out.shape)}, "
                                  f"{out.dtype}, strides {list(out.stride())}: not what the CPU kernel returns "
                                  f"({list(real.shape)}, {real.dtype}, {list(real.stride())}).\nLook again at {meta}.")
+    if told := _module_keeps_no_tensor(answer):  # a gradient, an input or an output kept in a variable of the file's
+        return Result(False, told + hint)
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
                         "exact; the fake kernel keeps sizes symbolic, works on meta tensors, and refuses what the CPU "
                         "kernel refuses")

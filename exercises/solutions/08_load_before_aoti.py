@@ -23,7 +23,8 @@ It calls `run`, in this order:
 - after each of four releases deployed over one file in turn, and after each of four deployed by flipping a link to
   them (current -> the release, run() given current/model.pt2); after the link flipped to a release served already by
   its own name; then on a file and a link to it, the link flipped to another release;
-- twenty times more on new inputs (what it keeps of them counted);
+- twenty times more on new inputs (what it keeps of them counted), then once more, the input and output dropped
+  by the caller (freed at once);
 - on a release deployed over a file while run() loads it (and once run() has read it itself), and on that file again
   an hour later by the process's clocks (time's clocks and datetime's);
 - on one more release, for a caller whose default dtype is float64;

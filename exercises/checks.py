@@ -1008,10 +1008,9 @@ def _process_state_changed(before: dict) -> str:
     return " and ".join(changed)
 
 
-def _softplus2_dtypes_inside(op) -> list[str]:
-    """The dtypes of the operations the kernel runs on a float32 input, seen by a TorchDispatchMode below it: at the
-    input's precision, none computes in another floating dtype (float64 and back gives other roundings, two casts
-    in every traced graph, and fails where a device has no float64)."""
+def _other_dtypes_computed(op, x: torch.Tensor) -> list[tuple[str, torch.dtype]]:
+    """(operation, dtype) for each floating-point result, of another dtype than x's, of the operations op(x) runs,
+    seen by a TorchDispatchMode below the kernel."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     seen = []
@@ -1020,12 +1019,19 @@ def _softplus2_dtypes_inside(op) -> list[str]:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             seen.extend((str(func), t.dtype) for t in torch.utils._pytree.tree_leaves(out)
-                        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float32)
+                        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != x.dtype)
             return out
 
     with Dtypes():
-        op(torch.linspace(-3, 3, 7))
-    if seen:
+        op(x)
+    return seen
+
+
+def _softplus2_dtypes_inside(op) -> list[str]:
+    """The dtypes of the operations the kernel runs on a float32 input: at the input's precision, none computes in
+    another floating dtype (float64 and back gives other roundings, two casts in every traced graph, and fails where a
+    device has no float64)."""
+    if seen := _other_dtypes_computed(op, torch.linspace(-3, 3, 7)):
         func, dtype = seen[0]
         return [f"on a float32 input, your kernel computes in {dtype} ({func} gives it): a computation at another "
                 "precision than the input's rounds otherwise, puts two casts in every graph torch.compile and "
@@ -1034,24 +1040,12 @@ def _softplus2_dtypes_inside(op) -> list[str]:
 
 
 def _softplus2_dtypes_when_traced(op) -> list[str]:
-    """_softplus2_dtypes_inside on a float64 fake tensor (what torch.compile and torch.export trace with): a kernel
-    that tells traced tensors apart computes otherwise in the compiled or exported program than in eager."""
+    """The same on a float64 fake tensor (what torch.compile and torch.export trace with): a kernel that tells traced
+    tensors apart computes otherwise in the compiled or exported program than in eager."""
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    seen = []
-
-    class Dtypes(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            seen.extend((str(func), t.dtype) for t in torch.utils._pytree.tree_leaves(out)
-                        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float64)
-            return out
 
     with FakeTensorMode():
-        x = torch.linspace(-3, 3, 7, dtype=torch.float64)
-        with Dtypes():
-            op(x)
+        seen = _other_dtypes_computed(op, torch.linspace(-3, 3, 7, dtype=torch.float64))
     if seen:
         func, dtype = seen[0]
         return [f"on a float64 fake tensor (what torch.compile and torch.export trace with), your kernel computes in "

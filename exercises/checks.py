@@ -8428,7 +8428,7 @@ def _mul_out_problems() -> list[str]:
     # The process's settings too (the random numbers aside: the check draws its inputs between the calls).
     process = {what: setting for what, setting in _process_state().items() if "random" not in what}
 
-    def grad_mode_left(case: str) -> None:  # grad mode is thread-local state: a kernel that changes it must restore it
+    def settings_left(case: str) -> None:  # the process's settings and grad mode: a kernel restores what it changes
         if (changed := _process_state_changed(process)) and not any("was not as before" in p for p in problems):
             problems.append(f"after your kernel ran ({case}), {changed} was not as before: a setting of the whole "
                             "process, which every later call, the caller's own too, runs with. A kernel changes "
@@ -8505,9 +8505,9 @@ def _mul_out_problems() -> list[str]:
                     returned = call(arguments)
                 except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
                     problems.append(raised(case, error))
-                    grad_mode_left(f"on {case}")
+                    settings_left(f"on {case}")
                     continue
-                grad_mode_left(f"on {case}")
+                settings_left(f"on {case}")
                 want = expected[2]
                 values = out.cpu()
                 if not aten_wrote_an_input and not unchanged(inputs_before, inputs):
@@ -8558,7 +8558,7 @@ def _mul_out_problems() -> list[str]:
             try:
                 call(arguments)
             except RuntimeError as error:
-                grad_mode_left(f"on {case}")
+                settings_left(f"on {case}")
                 if isinstance(error, RecursionError):
                     problems.append(raised(case, error))
                     continue
@@ -8571,10 +8571,10 @@ def _mul_out_problems() -> list[str]:
                                     "refused call must leave every argument as it was")
                 continue
             except Exception as error:  # noqa: BLE001 - any error of the reader's code is a diagnosis
-                grad_mode_left(f"on {case}")
+                settings_left(f"on {case}")
                 problems.append(raised(case, error) + ", where aten's kernels raise a RuntimeError")
                 continue
-            grad_mode_left(f"on {case}")
+            settings_left(f"on {case}")
             self, other, out = arguments
             problems.append(f"{case} was accepted: " + (
                 "mixed devices must be refused" if on_the_cpu else

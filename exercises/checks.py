@@ -994,7 +994,36 @@ def _process_state() -> dict:
                 (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
                 lambda setting: torch.set_anomaly_enabled(*setting)),
             "how tensors print (torch.set_printoptions)": (dict(vars(torch._tensor_str.PRINT_OPTS)),
-                                                           lambda options: torch.set_printoptions(**options))}
+                                                           lambda options: torch.set_printoptions(**options)),
+            "float32 matmul precision (torch.set_float32_matmul_precision)": (
+                _float32_matmul_precision(), _set_float32_matmul_precision),
+            "whether oneDNN and cuDNN run, and how cuDNN chooses (torch.backends.mkldnn, torch.backends.cudnn)": (
+                _backend_switches(), _set_backend_switches)}
+
+
+def _float32_matmul_precision() -> str:
+    """torch's float32 matmul precision by its legacy getter, which refuses to read it once code has set it through the
+    per-backend API (torch.backends.*.matmul.fp32_precision): that refusal is a setting too."""
+    try:
+        return torch.get_float32_matmul_precision()
+    except RuntimeError:
+        return "set through the per-backend API"
+
+
+def _set_float32_matmul_precision(precision: str) -> None:
+    if precision != "set through the per-backend API":  # what no legacy setter can give back
+        torch.set_float32_matmul_precision(precision)
+
+
+def _backend_switches() -> tuple:
+    """Whether oneDNN and cuDNN run, and how cuDNN chooses (a process's switches, read on the CPU too)."""
+    cudnn = torch.backends.cudnn
+    return (torch.backends.mkldnn.enabled, cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32)
+
+
+def _set_backend_switches(switches: tuple) -> None:
+    cudnn = torch.backends.cudnn
+    (torch.backends.mkldnn.enabled, cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32) = switches
 
 
 def _process_state_changed(before: dict) -> str:
@@ -1504,6 +1533,24 @@ def meta_kernel(path: Path) -> Result:
                              "key?), so fake tensors (torch.compile, torch.export) skip what autograd does for outer: "
                              "the backward a project registers later (lesson 04) too. A Meta kernel is registered at "
                              "Meta (lesson 02, section 2)")
+    # Inputs the CPU kernel takes whatever their memory: expanded (stride 0) and a slice past its storage's start.
+    # (A copy to meta, .to("meta"), would make them dense: each is made so on meta too.)
+    for what, make in (("an expanded [2, 3] (stride 0) and a [4]",
+                        lambda device: (torch.zeros(3, device=device).expand(2, 3), torch.ones(4, device=device))),
+                       ("a slice x[1:] of a [5] (a storage offset) and a [4]",
+                        lambda device: (torch.zeros(5, device=device)[1:], torch.ones(4, device=device)))):
+        real = outer(*make("cpu"))
+        try:
+            fake = outer(*make("meta"))
+        except Exception as error:  # noqa: BLE001 - a C++ exception arrives as whichever Python error torch maps it to
+            return Result(False, f"on meta tensors, {what}, your kernel raised {type(error).__name__}: "
+                                 f"{str(error).strip().splitlines()[0][:200]}; the CPU kernel computes them, so a "
+                                 "compiled or exported model refuses what eager runs. The Meta kernel refuses what the "
+                                 "CPU kernel refuses, and nothing more (lesson 02, section 2)")
+        if (tuple(fake.shape), fake.dtype, fake.stride()) != (tuple(real.shape), real.dtype, real.stride()):
+            return Result(False, f"on meta tensors, {what}, your kernel returns shape {list(fake.shape)}, "
+                                 f"{fake.dtype}, strides {list(fake.stride())}; the CPU kernel {list(real.shape)}, "
+                                 f"{real.dtype}, {list(real.stride())} (lesson 02, section 2)")
     return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
                         "its refusals, one compile for three sizes, a size no trace knows, and four threads at once")
 
@@ -5929,6 +5976,7 @@ def _layer_cost_watchdog_kept(answer) -> str | None:
     meets the check's later calls as it would have)."""
     import faulthandler
     import os
+    import time
 
     from .toolkit import WATCHDOG
 
@@ -5945,7 +5993,11 @@ def _layer_cost_watchdog_kept(answer) -> str | None:
         before, python_threads = len(os.listdir("/proc/self/task")), len(threading.enumerate())
         timer = FakeTimer(0.4, seed=3)
         answer(timer.with_layer, timer.without, rounds=4)
-        after = len(os.listdir("/proc/self/task"))
+        # A thread the answer joined may still be on its way out of the process for a moment: a second, at most.
+        for _ in range(100):
+            if (after := len(os.listdir("/proc/self/task"))) == before:
+                break
+            time.sleep(0.01)
     finally:
         if armed_here:
             faulthandler.cancel_dump_traceback_later()
@@ -6259,6 +6311,8 @@ def _layer_cost_timers_see_the_callers_settings(answer) -> str | None:
     """The settings a measurement leaves as it found them are the caller's while its timers run too: a measurement
     that changes one for its rounds and sets it back times another call than the caller's."""
     import gc
+    import os
+    import threading
 
     def settings():
         return {"deterministic algorithms (torch.use_deterministic_algorithms)":
@@ -6266,7 +6320,11 @@ def _layer_cost_timers_see_the_callers_settings(answer) -> str | None:
                      torch.is_deterministic_algorithms_warn_only_enabled()),
                 "float32 matmul precision (torch.set_float32_matmul_precision)": torch.get_float32_matmul_precision(),
                 "whether denormal numbers flush to zero (torch.set_flush_denormal)": _flushes_denormals(),
-                "garbage collection (gc.disable, gc.set_threshold)": (gc.isenabled(), gc.get_threshold())}
+                "garbage collection (gc.disable, gc.set_threshold)": (gc.isenabled(), gc.get_threshold()),
+                "the CPUs the timing thread may run on (os.sched_setaffinity)": (
+                    os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None),
+                "the timing thread's priority (os.nice, os.setpriority)": (
+                    os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) if sys.platform == "linux" else None)}
 
     def timer(time):
         def call():

@@ -6312,7 +6312,6 @@ def _layer_cost_timers_see_the_callers_settings(answer) -> str | None:
     that changes one for its rounds and sets it back times another call than the caller's."""
     import gc
     import os
-    import threading
 
     def settings():
         return {"deterministic algorithms (torch.use_deterministic_algorithms)":
@@ -6323,8 +6322,8 @@ def _layer_cost_timers_see_the_callers_settings(answer) -> str | None:
                 "garbage collection (gc.disable, gc.set_threshold)": (gc.isenabled(), gc.get_threshold()),
                 "the CPUs the timing thread may run on (os.sched_setaffinity)": (
                     os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None),
-                "the timing thread's priority (os.nice, os.setpriority)": (
-                    os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) if sys.platform == "linux" else None)}
+                "the timing thread's priority (os.nice, os.setpriority)": (  # 0: the calling thread's, on Linux
+                    os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None)}
 
     def timer(time):
         def call():

@@ -7,16 +7,16 @@ defined from Python, composite, in-place and view ones, factory functions (given
 quantized dtype or both, or neither) and an operator with no tensor argument at all (under the Python dispatcher too;
 and one whose keyset runs out though it has tensors) included, on CPU, meta (and factories for every device type torch
 names: CUDA, XPU, MPS, HPU, MTIA, XLA, Lazy, MAIA, IPU, VE, HIP, FPGA, Vulkan (with a vendor's kernel at some of their
-keys) and PrivateUse1, under its own name and the name an out-of-tree backend gives it with
-torch.utils.rename_privateuse1_backend, as lesson 09 does), sparse (COO and CSR) and conjugated complex tensors, mixed
-ones, lists and tuples of them and tensors given by keyword (not numbers given for a Tensor argument, which the call
-wraps in a tensor of its own; a tensor given for an int argument brings no keys), inside torch.no_grad(),
-torch.inference_mode(), torch.autocast("cpu"), torch.device("meta") and after torch.set_default_device("meta"), a
-TorchDispatchMode that hands each call on (what a mode such as FakeTensorMode does with a call is its own Python code:
-lesson 10), torch._C._AutoDispatchBelowADInplaceOrView(), Meta in the thread's include set
-(torch._C._IncludeDispatchKeyGuard, as FakeTensorMode runs a kernel; a factory too) and in its exclude set (a factory
-too), a level of torch.func.vmap (as torch.func's transforms enter; aten::linear and binary_cross_entropy_with_logits
-too, and the batched tensor vmap hands a function) and torch's Python dispatcher
+keys), OpenGL, OpenCL, IDEEP and MKLDNN (which have none) and PrivateUse1, under its own name and the name an
+out-of-tree backend gives it with torch.utils.rename_privateuse1_backend, as lesson 09 does), sparse (COO and CSR),
+nested and conjugated complex tensors, mixed ones, lists and tuples of them and tensors given by keyword (not numbers
+given for a Tensor argument, which the call wraps in a tensor of its own; a tensor given for an int argument brings no
+keys), inside torch.no_grad(), torch.inference_mode(), torch.autocast("cpu"), torch.device("meta") and after
+torch.set_default_device("meta"), a TorchDispatchMode that hands each call on (what a mode such as FakeTensorMode does
+with a call is its own Python code: lesson 10), torch._C._AutoDispatchBelowADInplaceOrView(), Meta in the thread's
+include set (torch._C._IncludeDispatchKeyGuard, as FakeTensorMode runs a kernel; a factory too) and in its exclude set
+(a factory too), a level of torch.func.vmap (as torch.func's transforms enter; aten::linear and
+binary_cross_entropy_with_logits too, and the batched tensor vmap hands a function) and torch's Python dispatcher
 (torch._dispatch.python.enable_python_dispatcher(), as torch.compile's tracing enters: its key is listed once, at the
 top), each alone, and for five calls made again after a registration changed their tables (one of them aten's; one after
 a library was destroyed and another registered; one after a backend fallback was registered, for every operator; one

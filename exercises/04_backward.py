@@ -19,7 +19,8 @@ give x's gradient. Then a third derivative (0 included), a batched backward (aut
 jacobian(vectorize=True) runs it), a backward with create_graph=True after a plain one on the same graph, and a call
 under torch.autograd.graph.saved_tensors_hooks (what save_on_cpu and activation checkpointing use), which must see what
 forward saves, and be all that keeps it (an activation the caller drops is freed); an output the caller drops must be
-freed at once, with no reference cycle.
+freed at once, with no reference cycle. Last, a step under torch.compile (its backward traced, then run) must give
+eager's gradient.
 """
 
 

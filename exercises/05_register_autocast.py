@@ -6,7 +6,8 @@ cast both inputs to bfloat16 before the kernel runs. `lib` is the torch.library.
 registration must live in it, so that the check can remove it again (lesson 05, section 7). The check calls mm2 in one
 region (float32 and bfloat16 inputs in either order, two float32 ones, a float32 and a float16 one, two float16 ones;
 two float64 ones and pairs of int64, int32, int16, int8, uint8, complex64 and complex128 ones, which autocast leaves as
-they are; a float32 and a float64 one; a float32 activation and a weight in each float8 dtype torch has; an empty
+they are (as it leaves every input that is not floating point: bool, unsigned and complex32 ones, which the kernel
+refuses, too); a float32 and a float64 one; a float32 activation and a weight in each float8 dtype torch has; an empty
 activation; two calls its kernel refuses (a RuntimeError, a ValueError: each must reach the caller as it was raised),
 one on inputs that require grad and one on a float32 parameter), once after it, in a second region after writing into a
 float32 weight and into the parameter (under no_grad, as an optimizer step does), in a third and a fourth after writes

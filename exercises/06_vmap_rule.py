@@ -11,11 +11,11 @@ has no batch (the same x, or y, for every example). `info.batch_size` is the bat
 batch dimension of the result). The check vmaps on CPU and meta tensors, with each input batched in any dimension or not
 at all, over any strides, an empty batch, empty rows, matrices with no rows, float64 and int64 values, x and y that
 require grad, one batched and the other shared by every example (their gradients through the result), and vmap of vmap,
-and counts the kernel's calls and the rows each takes; it keeps a first call's result while it makes a second; it also
-hands it inputs the kernel refuses for each example (two shapes, two dtypes, three dimensions, one or none, batched or
-not; in an empty batch too), which the rule refuses with a RuntimeError, as the kernel does, and calls it again on an
-input written in between (in place, and through `.data`). After each call, a refused one too, the thread's state (grad
-mode, the dispatch key sets) must be as it was.
+and counts the kernel's calls, and the rows and the dtype each takes; it keeps a first call's result while it makes a
+second; it also hands it inputs the kernel refuses for each example (two shapes, two dtypes, three dimensions, one or
+none, batched or not; in an empty batch too), which the rule refuses with a RuntimeError, as the kernel does, and calls
+it again on an input written in between (in place, and through `.data`). After each call, a refused one too, the
+thread's state (grad mode, the dispatch key sets) must be as it was.
 """
 
 import torch

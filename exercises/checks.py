@@ -92,6 +92,8 @@ _BACKEND_SELECT = ("lesson 00, section 2: what BackendSelect does for a call wit
 _BACKEND_SELECT_TENSORS = ("lesson 00, section 2: which keyset a BackendSelect kernel hands the call on with when the "
                            "operator takes tensors too.")
 _UNDEFINED = "lesson 00, 'Underneath trace.call': where a call goes when its keyset runs out."
+_AUTOGRAD_MASK = ("lesson 00, 'Underneath trace.call' and its 'What just happened': the keys an autograd kernel hands "
+                  "the call on to.")
 _VMAP_KERNEL = ("lesson 00, 'Underneath trace.call' and its 'What just happened': the kernels that end a walk, one at "
                 "FuncTorchDynamicLayerFrontMode included.")
 _PYTHON_DISPATCHER = ("lesson 00, 'Underneath trace.call' and its 'What just happened': the one key the mask of the "
@@ -354,7 +356,12 @@ def walk(path: Path) -> Result:
               (_nested(torch.randn(2, 3)), [2, 6]), nullcontext, _MATH_KERNEL),
              ("aten::_test::cat([x, x]), an operator registered through torch::RegisterOperators (its rows say "
               "\"registered by\")", torch.ops._test.cat.default, ([x.detach(), x.detach()],), nullcontext,
-              _MATH_KERNEL)]
+              _MATH_KERNEL),
+             # Last: AutogradCPU in a nested tensor's keyset too, below AutogradNestedTensor.
+             ("aten::add.Tensor(n, n), n a strided nested tensor that requires grad", torch.ops.aten.add.Tensor,
+              (nested := _nested(torch.randn(2, 3)).requires_grad_(), nested), nullcontext, _AUTOGRAD_MASK),
+             ("aten::mul.Tensor(n, m), n and m strided nested tensors", torch.ops.aten.mul.Tensor,
+              (_nested(torch.randn(2, 3)), _nested(torch.randn(2, 3))), nullcontext, _AUTOGRAD_MASK)]
     for case in cases:
         if not (result := walked(*case)).passed:
             return result
@@ -482,6 +489,13 @@ def walk(path: Path) -> Result:
                              f"\"{named}\") (asked, not called)", torch.ops.aten.zeros.default, ([2],),
                              where_to_look=_BACKEND_SELECT, kwargs={"device": named})).passed:
         return result
+    # And the four device types torch names that have no key: BackendSelect's kernel refuses a factory on them
+    # (c10::computeDispatchKey).
+    for device_type in ("opengl", "opencl", "ideep", "mkldnn"):
+        if not (result := walked(f"aten::empty.memory_format([2], device=\"{device_type}\") (asked, not called)",
+                                 torch.ops.aten.empty.memory_format, ([2],), where_to_look=_BACKEND_SELECT,
+                                 kwargs={"device": device_type})).passed:
+            return result
     # c10::computeDispatchKey gives MAIA, FPGA and Vulkan a dense key only: a quantized dtype there is dense, and a
     # sparse layout is refused by BackendSelect's kernel itself. MTIA, IPU, VE, HPU and a renamed PrivateUse1 have
     # quantized keys of their own beside their dense one. Kernels at the dense keys and at QuantizedPrivateUse1 (a
@@ -1272,14 +1286,19 @@ def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
 def _outer_high_ranks() -> list[tuple[torch.Tensor, torch.Tensor]]:
     """02.meta_kernel's last samples, tried once the others pass (a kernel that writes past a fixed array crashes on
     them): an output of rank 64, the most many of torch's operators take (their dimensions in a 64-bit set), and one
-    of rank 65: the CPU kernel takes any rank, and a fixed buffer of 64 sizes overflows."""
+    of rank 65: the CPU kernel takes any rank, and a fixed buffer of 64 sizes overflows. Then a layout of 5-d tensors
+    beside a 0-d one (channels_last_3d: the CPU kernel's output is contiguous whatever its inputs' layout)."""
     return [(torch.ones((1,) * 31 + (2,)), torch.ones((2,) + (1,) * 31, dtype=torch.float64)),
-            (torch.ones((1,) * 32 + (2,)), torch.ones((2,) + (1,) * 31, dtype=torch.float64))]
+            (torch.ones((1,) * 32 + (2,)), torch.ones((2,) + (1,) * 31, dtype=torch.float64)),
+            # Last (no answer before them crashed): a 5-d channels_last_3d tensor beside a 0-d one, both ways.
+            (volume := torch.ones(2, 3, 2, 2, 2).contiguous(memory_format=torch.channels_last_3d), torch.ones(())),
+            (torch.ones((), dtype=torch.float64), volume)]
 
 
 def _described(tensor: torch.Tensor) -> str:
     layout = ("" if tensor.is_contiguous() else " (channels_last)" if tensor.dim() == 4 and tensor.is_contiguous(
-        memory_format=torch.channels_last) else " (non-contiguous)")
+        memory_format=torch.channels_last) else " (channels_last_3d)" if tensor.dim() == 5 and tensor.is_contiguous(
+        memory_format=torch.channels_last_3d) else " (non-contiguous)")
     return f"{list(tensor.shape)} {str(tensor.dtype).removeprefix('torch.')}{layout}"
 
 
@@ -1392,6 +1411,7 @@ def meta_kernel(path: Path) -> Result:
     load_cpp("exercise02_outer", path, label="your 02_meta_kernel.cpp")
     outer = torch.ops.exercise02.outer
     problems = []
+    thread = thread_state()  # the caller's: what every later call on this thread depends on
     for a, b in _outer_samples() + _outer_high_ranks():
         if problems and a.dim() + b.dim() >= 64:  # the problems so far, before a sample that may crash
             break
@@ -1421,6 +1441,10 @@ def meta_kernel(path: Path) -> Result:
         more = f"\n(and {len(problems) - 3} more)" if len(problems) > 3 else ""
         return Result(False, "\n".join(problems[:3]) + more + "\nThe Meta kernel must give what the CPU kernel "
                              "gives: read outer_cpu, and lesson 02, section 2.")
+    if changed := thread_state_changes(thread):
+        return Result(False, f"after calls of outer on meta tensors, {changed}: your kernel changed the caller's "
+                             "thread, and every later call on it (of any operator, on any device) runs so. A kernel "
+                             "computes its output and leaves the thread as it found it (lesson 02, section 2)")
     # Each kernel called directly (redispatch): a CPU tensor next to a meta one reaches the Meta kernel alone.
     def kernel_at(key: str):
         keyset = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, key))
@@ -1790,13 +1814,23 @@ class _StateLeft(Exception):
 
 
 def _autocast_settings() -> dict:
-    """What autocast reads on this thread, by name: its dtype, whether its region is on (the CPU's, and CUDA's), and
-    the cast cache."""
+    """What autocast reads on this thread, by name: its dtype, whether its region is on (the CPU's, and CUDA's), the
+    cast cache, and how many regions are open."""
     return {"autocast's dtype on the CPU (torch.set_autocast_dtype)": torch.get_autocast_dtype("cpu"),
             "autocast's cast cache (torch.set_autocast_cache_enabled)": torch.is_autocast_cache_enabled(),
             "autocast on the CPU (torch.set_autocast_enabled)": torch.is_autocast_enabled("cpu"),
             "autocast's dtype on CUDA (torch.set_autocast_dtype)": torch.get_autocast_dtype("cuda"),
-            "autocast on CUDA (torch.set_autocast_enabled)": torch.is_autocast_enabled("cuda")}
+            "autocast on CUDA (torch.set_autocast_enabled)": torch.is_autocast_enabled("cuda"),
+            "autocast's nesting (how many regions are open: the last to close empties the cast cache)":
+                _autocast_nesting()}
+
+
+def _autocast_nesting() -> int:
+    """How many autocast regions are open on this thread (torch.autocast's entry adds one, its exit takes one away and,
+    at none, empties the cast cache): read by adding one and taking it away, which does nothing else."""
+    count = torch.autocast_increment_nesting() - 1
+    torch.autocast_decrement_nesting()
+    return count
 
 
 def _watching_dispatch_state(op, where_to_look: str = "lesson 03, section 3: the guard, and how long what it changes "
@@ -1983,9 +2017,38 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                                               make_dual(torch.full((3,), 2.0, dtype=torch.complex128),
                                                         torch.full((3,), 2 + 3j, dtype=torch.complex128))),
                                           "y = x.clone(), x complex of tangent [1-1j, 1-1j, 1-1j], and other complex "
-                                          "of tangent [2+3j, 2+3j, 2+3j], add_(y, other)", 3 + 2j, "AddInPlace")):
+                                          "of tangent [2+3j, 2+3j, 2+3j], add_(y, other)", 3 + 2j, "AddInPlace")
+                         or _forward_mode_alike(op)):
         problems.append(told)
     return problems
+
+
+def _forward_mode_alike(op) -> str | None:
+    """add_(y, other) on dual tensors twice: the tangent on y alone, then on other alone. A Function without a jvp
+    refuses both (Function.apply says it has none); one with a jvp computes both. A jvp that works for one and, for the
+    other, runs into an error of torch's is a broken jvp, not a refusal."""
+    import torch.autograd.forward_ad as forward_ad
+
+    raised = {}
+    for given, x_tangent, other_tangent in (
+            ("on y alone (y = x.clone(), x of tangent [1, 1, 1], other plain)", torch.ones(3), None),
+            ("on other alone (y plain, other of tangent [2, 2, 2])", None, torch.full((3,), 2.0))):
+        with forward_ad.dual_level():
+            x, other = torch.ones(3), torch.full((3,), 2.0)
+            x = x if x_tangent is None else forward_ad.make_dual(x, x_tangent)
+            other = other if other_tangent is None else forward_ad.make_dual(other, other_tangent)
+            try:
+                op(x.clone(), other)
+            except (NotImplementedError, RuntimeError) as error:
+                raised[given] = str(error).strip().splitlines()[0][:200]
+    if len(raised) == 1:
+        (failed, error), = raised.items()
+        return (f"add_(y, other) on dual tensors (forward-mode AD), a tangent on one input: the call computed the "
+                f"output's tangent with the tangent on {'other' if failed.startswith('on y') else 'y'} alone, and "
+                f"raised with the tangent {failed}: {error}. A jvp computes the output's tangent from each input's, "
+                "None where an input has none; a Function without a jvp refuses every call on dual tensors, and says "
+                "so. One that works in some cases and fails in others is broken (lesson 03, section 4)")
+    return None
 
 
 def _inplace_into_a_view(op) -> list[str]:
@@ -2966,16 +3029,45 @@ def _cube_outputs_freed(cube) -> str | None:
 
 def _cube_ctx_holds_no_tensor(cube) -> str | None:
     """What backward needs is saved with ctx.save_for_backward, all of it: no tensor on the graph's node (ctx) beside
-    it, where saved-tensor hooks would not see it."""
-    out = cube(torch.randn(5, dtype=torch.float64, requires_grad=True))
-    held = [f"ctx.{name}" for name, value in vars(out.grad_fn).items()  # ctx is the graph's node
-            if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple, dict)) and any(
-                isinstance(item, torch.Tensor) for item in (value.values() if isinstance(value, dict) else value))]
-    if held:
-        return (f"after cube(x), the graph's node keeps a tensor in {', '.join(held)}, beside what "
-                "ctx.save_for_backward saved: saved-tensor hooks never see it (save_on_cpu, activation "
-                "checkpointing and offloading cannot move or free it), and autograd cannot tell when it goes stale. "
-                "What backward needs is saved with ctx.save_for_backward, all of it (lesson 04, section 1).")
+    it, where saved-tensor hooks would not see it; after forward, and after a backward that keeps the graph."""
+    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    out = cube(x)
+    for when in ("after cube(x)", "after cube(x) and a backward that keeps the graph (retain_graph=True, as a "
+                 "second backward or a double backward needs)"):
+        if when != "after cube(x)":
+            torch.autograd.grad(out.sum(), x, retain_graph=True)
+        held = [f"ctx.{name}" for name, value in vars(out.grad_fn).items()  # ctx is the graph's node
+                if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple, dict)) and any(
+                    isinstance(item, torch.Tensor) for item in (value.values() if isinstance(value, dict) else value))]
+        if held:
+            return (f"{when}, the graph's node keeps a tensor in {', '.join(held)}, beside what "
+                    "ctx.save_for_backward saved: saved-tensor hooks never see it (save_on_cpu, activation "
+                    "checkpointing and offloading cannot move or free it), it lives as long as the graph, and "
+                    "autograd cannot tell when it goes stale. What backward needs is saved with "
+                    "ctx.save_for_backward, all of it, and what it computes it returns (lesson 04, section 1).")
+    return None
+
+
+def _cube_compiled(cube) -> str | None:
+    """cube(x).sum() under torch.compile, backward included (AOTAutograd traces backward, then runs what it traced):
+    the gradient eager gives, at negative x too."""
+    import torch._dynamo
+
+    x = torch.tensor([-2.0, -1.0, 0.5, 2.0], requires_grad=True)
+    try:
+        (grad,) = torch.autograd.grad(torch.compile(lambda x: cube(x).sum(), backend="aot_eager", fullgraph=True)(x),
+                                      x)
+    except Exception as error:  # noqa: BLE001 - the reader's backward may raise anything; that is the diagnosis
+        return (f"under torch.compile (backend aot_eager: AOTAutograd traces your backward, then runs what it "
+                f"traced), cube(x).sum() and its backward raised {type(error).__name__}: "
+                f"{str(_innermost(error)).strip().splitlines()[0][:200]} (lesson 04, section 3)")
+    finally:
+        torch._dynamo.reset()  # the compiled code, and its cache, are this call's
+    if not torch.allclose(grad, want := 3 * x.detach() ** 2):
+        return (f"under torch.compile (backend aot_eager: AOTAutograd traces your backward, then runs what it "
+                f"traced), cube(x).sum() at x = [-2, -1, 0.5, 2]: the gradient is {grad.tolist()}, where eager's is "
+                f"{want.tolist()}: your backward computes otherwise when it is traced. What is compiled is what runs "
+                "eagerly, one backward for both (lesson 04, section 3)")
     return None
 
 
@@ -3158,7 +3250,7 @@ def backward(path: Path) -> Result:
                        or _cube_gradients_owned(cube) or _cube_after_a_data_write(cube)
                        or _cube_saved_as_given(cube) or _cube_batched_backward(cube) or _cube_first_on_meta(path)
                        or _cube_large_grad_output_untouched(cube) or _cube_keeps_nothing(cube)
-                       or _module_keeps_no_tensor(answer)):
+                       or _module_keeps_no_tensor(answer) or _cube_compiled(cube)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -3917,6 +4009,7 @@ def register_autocast(path: Path) -> Result:
                            "2: what an Autocast kernel hands on)")
         problem = problem or _mm2_seen_by_a_mode(op, activation, weight32)
         problem = problem or _mm2_saved_activations(op) or _mm2_parameters_freed(op) or _mm2_casts_freed(op, seen)
+        problem = problem or _mm2_ineligible_untouched(op, received)
         if problem:
             return Result(False, problem)
         library._destroy()
@@ -3967,6 +4060,29 @@ def register_autocast(path: Path) -> Result:
                             "weight's and a parameter's new values in a second region, and in bfloat16 in a float16 "
                             "region and in one without the cast cache; the thread's state and autocast's settings as "
                             "they were after every call, a refused one too; the registration lives in your Library")
+
+
+def _mm2_ineligible_untouched(op, received: list) -> str | None:
+    """Inside autocast, mm2 on two tensors that are not floating point, of dtypes the task does not list (a mask,
+    unsigned integers, complex32): autocast leaves them as they are, so the CPU kernel receives them so, and its
+    refusal (it has no product for them) reaches the caller."""
+    for dtype in (torch.bool, torch.uint16, torch.uint32, torch.complex32):
+        received.clear()
+        name = str(dtype).removeprefix("torch.")
+        try:
+            with torch.autocast("cpu"):
+                op(torch.ones(2, 3, dtype=dtype), torch.ones(3, 4, dtype=dtype))
+        except _StateLeft as left:
+            return f"inside autocast, mm2({name}, {name}): {left}"
+        except RuntimeError:  # mm2's CPU kernel has no product for them: the caller's to see
+            pass
+        if received != [(dtype, dtype)]:
+            given = f"received {_dtype_names(received[-1])}" if received else "never ran"
+            return (f"inside autocast, mm2({name}, {name}): mm2's CPU kernel {given}: autocast casts only eligible "
+                    f"inputs, floating point and not float64; a {name} tensor is not floating point, and reaches the "
+                    "kernel as it is, which decides what to do with it (lesson 05, section 2: what cached_cast "
+                    "casts)")
+    return None
 
 
 def _mm2_saved_activations(op) -> str | None:
@@ -5046,6 +5162,12 @@ def _vmap_rule_cases() -> list[tuple]:
          small := torch.randint(10, 20, (4, 5, 6), dtype=torch.uint8), small.flip(0), (0, 0), small, small.flip(0)),
         ("complex64 matrices, x and y batched in dimension 0", wave := torch.randn(4, 5, 6, dtype=torch.complex64),
          wave.flip(0), (0, 0), wave, wave.flip(0)),
+        ("float16 matrices, x and y batched in dimension 0", half := torch.randn(4, 5, 6, dtype=torch.float16),
+         half.flip(0), (0, 0), half, half.flip(0)),
+        ("bfloat16 matrices, x batched in dimension 0, y with no batch", brain := torch.randn(4, 5, 6).bfloat16(),
+         brain[0], (0, None), brain, brain[0].expand(4, 5, 6)),
+        ("a large batch (B = 1000 matrices of 10 rows: 10,000 rows in all), x and y batched in dimension 0",
+         many := torch.randn(1000, 10, 4), many.flip(0), (0, 0), many, many.flip(0)),
     ]
 
 
@@ -5137,7 +5259,7 @@ def vmap_rule(path: Path) -> Result:
         torch._check(x.dim() == 2 and x.shape == y.shape and x.dtype == y.dtype,
                      lambda: f"exercise::rowdot: two 2-D tensors of the same shape and dtype, got shapes "
                              f"{list(x.shape)} and {list(y.shape)}, {x.dtype} and {y.dtype}")
-        calls.append(tuple(x.shape))
+        calls.append((x.shape[0], x.dtype))  # the rows, and their dtype
         return (x * y).sum(1)
 
     yours = load_python(path).rowdot_rule
@@ -5163,6 +5285,7 @@ def vmap_rule(path: Path) -> Result:
         library.impl("rowdot", rowdot, "Meta")  # the same kernel on meta tensors: a device other than the CPU
         torch.library.register_vmap("exercise::rowdot", rule, lib=library)
         thread = thread_state()  # the caller's: grad mode on, say, for the training step that follows
+        converted = None  # the first case whose kernel call took another dtype than the inputs'
         for case, x, y, in_dims, xs, ys in _vmap_rule_cases():
             calls.clear()
             returned.clear()
@@ -5184,8 +5307,9 @@ def vmap_rule(path: Path) -> Result:
                                      f"{list(expected.shape)}{dtypes[1] if dtypes[0] else ''}")
             # float32: sums of six products of size about 1, in any order (the rows' sums may cancel to near 0).
             equal = {"rtol": 0, "atol": 0}
-            tolerance = {torch.float32: {"rtol": 1e-5, "atol": 1e-5},
-                         torch.float64: {"rtol": 1e-12, "atol": 0}}.get(x.dtype, equal)
+            tolerance = {torch.float32: {"rtol": 1e-5, "atol": 1e-5}, torch.float64: {"rtol": 1e-12, "atol": 0},
+                         torch.float16: {"rtol": 1e-3, "atol": 1e-2},
+                         torch.bfloat16: {"rtol": 1e-2, "atol": 1e-1}}.get(x.dtype, equal)
             if not torch.allclose(out, expected, **tolerance):
                 error = (out - expected).abs().max().item()
                 return Result(False, f"with {case}: wrong result" + (
@@ -5203,10 +5327,19 @@ def vmap_rule(path: Path) -> Result:
                                      "torch formula beside the kernel?), where the kernel is what computes them: "
                                      "another kernel (a CUDA one, one that accumulates otherwise) would give other "
                                      "numbers (lesson 06, section 6)")
+            if calls[0][1] != x.dtype and converted is None:  # said once every case has run: a result may be wrong
+                converted = (case, calls[0][1], x.dtype)
             if changed := thread_state_changes(thread):
                 return Result(False, f"with {case}: right result, but after the call {changed}: your rule changed "
                                      "the caller's thread, and every later call on it (the training step after the "
                                      "vmap) runs so. A rule leaves the thread as it found it (lesson 06, section 6)")
+        if converted:
+            case, took, given = converted
+            return Result(False, f"right result, but the kernel's one call took {took} tensors, where the inputs are "
+                                 f"{given} ({case}): the rule converted them, and the kernel is what computes the "
+                                 "rows, in the inputs' dtype: another kernel (a CUDA one written for float16, one for "
+                                 "float32 only) would refuse them or give other numbers, and the copies cost memory "
+                                 "the batch may not have (lesson 06, section 6)")
         if problem := _vmap_rule_gradients():
             return Result(False, problem)
         # vmap of vmap (examples of examples: per-sample gradients of a batch of models, say): the rule runs at each
@@ -6397,7 +6530,9 @@ def layer_cost(path: Path) -> Result:
              FakeTimer(0.4, second_faster=0.6, growing_over=30, seed=16), 0.4, 15),
             # Below a nanosecond, and still clear of the noise: a floor of the reader's own, in ns, is not the rule.
             ("a layer of 0.2 ns (0.0002 µs: a flag read) timed by timers that each average many calls (noise of "
-             "0.00002 µs)", FakeTimer(0.0002, noise=0.00002, seed=18), 0.0002, 15)]:
+             "0.00002 µs)", FakeTimer(0.0002, noise=0.00002, seed=18), 0.0002, 15),
+            ("a layer of 0.01 ns (0.00001 µs) timed by timers that each average a great many calls (noise of "
+             "0.000001 µs): still clear of the noise", FakeTimer(0.00001, noise=0.000001, seed=19), 0.00001, 15)]:
         result = answer(timer.with_layer, timer.without, rounds=rounds)
         measured.append((what, timer, rounds))
         made = {layer: sum(made_with == layer for made_with, _ in timer.calls) for layer in (True, False)}
@@ -6978,9 +7113,14 @@ def load_before_aoti(path: Path) -> Result:
                 return sorted(p for p in libraries if os.path.realpath(p).startswith(build))
 
             found, python_found, random_found = process_state(), python_settings(), torch.get_rng_state()
+            environment_found = _c_environment()
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
-            python_imported = python_settings()
+            python_imported, environment_imported = python_settings(), _c_environment()
+            environment_set = {{name: [environment_found.get(name), environment_imported.get(name)]
+                               for name in sorted({{*environment_found, *environment_imported}})
+                               if environment_found.get(name) != environment_imported.get(name)
+                               and not (name == {_SET_BY_TORCH!r} and name not in environment_found)}}
             # run() writes nothing beside the release it is given (a read-only volume, an image's layer): the folder
             # its name gives, and the one it resolves to, keep their times to the nanosecond through the call. And it
             # leaves the process's environment as it found it (a TMPDIR of its own for a load, say).
@@ -7044,9 +7184,9 @@ def load_before_aoti(path: Path) -> Result:
                                           "python": [what for what, was in python_found.items()
                                                      if python_imported[what] != was],
                                           "random": bool(torch.equal(random_found, torch.get_rng_state())),
-                                          "grad_mode": torch.is_grad_enabled()}}))
+                                          "grad_mode": torch.is_grad_enabled(), "environment": environment_set}}))
             stop_unless(torch.is_grad_enabled() and found == process_state() and python_imported == python_found
-                        and torch.equal(random_found, torch.get_rng_state()))
+                        and torch.equal(random_found, torch.get_rng_state()) and not environment_set)
 
             torch.set_num_threads(torch.get_num_threads() + 1)  # a server that sizes its pool after the imports
             for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
@@ -7502,6 +7642,15 @@ def load_before_aoti(path: Path) -> Result:
                              "of the whole process, which decides which of the caller's warnings and log records show "
                              "(and torch's) in everything it runs after the import. A module changes nothing of its "
                              f"importer's; a server that wants other settings sets them itself.{hint}.")
+    if imported and imported[0]["environment"]:
+        changes = "; ".join(f"{name} {'not set' if before is None else repr(before)} before the import, "
+                            f"{'not set' if after is None else repr(after)} after it"
+                            for name, (before, after) in imported[0]["environment"].items())
+        return Result(False, f"in the fresh Python, importing your file changed the process's environment "
+                             f"(os.environ, os.putenv): {changes}. Every process the server starts from then on "
+                             "inherits it (OMP_NUM_THREADS sets a DataLoader worker's or a subprocess's torch "
+                             "threads). A module changes nothing of its importer's; what a call needs, it sets "
+                             f"around the call, and sets back (lesson 00, section 2).{hint}.")
     if imported and not imported[0]["random"]:
         return Result(False, "in the fresh Python, importing your file changed the random number generator's state "
                              "(torch.manual_seed, or a draw): a caller that seeded before the import (a test, a "
@@ -7931,6 +8080,11 @@ def _stable_add_refused() -> list[tuple]:
         ("an empty float32 `self` and an empty float64 `other`, both [0, 3]", torch.ones(0, 3),
          torch.ones(0, 3, dtype=torch.float64)),
         ("an empty `self` of shape [0, 3] and an empty `other` of shape [0, 4]", torch.ones(0, 3), torch.ones(0, 4)),
+        # The two half dtypes autocast casts to: as wide, both floating-point, and still two dtypes.
+        ("a bfloat16 `self` and a float16 `other`", torch.ones(3, 4, dtype=torch.bfloat16),
+         torch.ones(3, 4, dtype=torch.float16)),
+        ("a float16 `self` and a bfloat16 `other`", torch.ones(3, 4, dtype=torch.float16),
+         torch.ones(3, 4, dtype=torch.bfloat16)),
     ]
 
 

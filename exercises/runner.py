@@ -72,6 +72,8 @@ def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float
     """The check's verdict on `path`, from a child process."""
     from . import checks  # noqa: F401 - the registry this process reads when the child dies
 
+    path = Path(path)  # a str too: the crash diagnoses read the file
+
     # The child's output goes to a log: compiler progress and crash messages (an abort prints "terminate called ...")
     # stay out of the notebook, and the diagnosis can quote them.
     with (tempfile.NamedTemporaryFile("r", suffix=".log") as log, tempfile.NamedTemporaryFile("r") as verdict,

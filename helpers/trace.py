@@ -14,8 +14,9 @@ only the prediction is available):
 2. The op's computed dispatch table: for each key, a kernel, a fallthrough, or nothing.
 3. The walk: take the highest-priority key. A fallthrough is skipped. A kernel is called; if it is
    a wrapper (autograd, autocast, ...) it hands the call on to the keys after its own (autograd by
-   redispatching; autocast by excluding its key and calling the op again, which reaches the same
-   keys), so the walk continues with `keyset & full_after(key)`. A backend kernel (CPU, CUDA, Meta,
+   redispatching, past every autograd key; autocast by excluding its key and calling the op again, which
+   reaches the same keys), so the walk continues with `keyset & full_after(key)`, and after an autograd
+   kernel `& after_autograd_keyset`. A backend kernel (CPU, CUDA, Meta,
    ...) ends it, and so does a composite ("math") kernel, whose calls to other ops each walk anew.
    A key with no kernel ends it with the dispatcher's "could not run" error. At the Python key the walk names the
    mode, subclass or rule that takes the call (_python_handler) and follows FakeTensorMode to the Meta kernel; a
@@ -278,6 +279,11 @@ def predict(op, *args, **kwargs) -> list[Step]:
             ended = is_backend_key(name) or entry.kind in DECOMPOSITIONS
         steps.append(step)
         remaining = remaining & keys_after(key)
+        if step.status == "kernel" and name.startswith("Autograd"):
+            # An autograd kernel hands the call on below every autograd key, not only below its own (ks &
+            # after_autograd_keyset: torch's generated kernels, its autograd fallback, the workbook's): a nested
+            # tensor's keyset holds AutogradCPU below AutogradNestedTensor, and its kernel is skipped.
+            remaining = remaining & C._after_autograd_keyset
         if name == "BackendSelect" and step.status == "kernel":
             if entry.registered_at.rpartition(":")[0].endswith(GENERATED_BACKEND_SELECT):
                 selected = _backend_selected(op, keys, args, kwargs)

@@ -1,5 +1,6 @@
 """helpers/trace.py: the predicted path equals the recorded one, for many keysets."""
 
+import warnings
 from contextlib import nullcontext
 
 import pytest
@@ -450,6 +451,34 @@ def test_a_nested_decomposition_ends_the_walk():
         predicted = trace.path(trace.predict(torch.ops.aten.reshape.default, nested, [2, 6]))
         torch.ops.aten.reshape.default(nested, [2, 6])
     assert predicted == ["AutogradNestedTensor"] and ran == []
+
+
+def test_an_autograd_kernel_hands_on_below_every_autograd_key():
+    # A nested tensor's keyset holds AutogradCPU below AutogradNestedTensor. The kernel there (VariableType's,
+    # generated) redispatches with ks & after_autograd_keyset, every autograd key masked, not only the keys above
+    # AutogradCPU: a kernel at AutogradCPU that logs itself and hands the call on never runs for a nested tensor, that
+    # requires grad or not; it does for a dense one.
+    ran = []
+
+    def logged(keyset, a, b, alpha=1):
+        ran.append("AutogradCPU")
+        with torch._C._AutoDispatchBelowAutograd():
+            return torch.ops.aten.add.Tensor.redispatch(keyset & torch._C._after_autograd_keyset, a, b, alpha=alpha)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "The PyTorch API of nested tensors is in prototype stage"
+        nested = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])
+    with torch.library._scoped_library("aten", "IMPL") as library:
+        library.impl("add.Tensor", logged, "AutogradCPU", with_keyset=True)
+        for x in (nested, nested.detach().requires_grad_()):
+            assert "AutogradCPU" in trace.key_names(torch._C._dispatch_keys(x))
+            predicted = trace.path(trace.predict(torch.ops.aten.add.Tensor, x, x))
+            torch.ops.aten.add.Tensor(x, x)
+            assert predicted == ["AutogradNestedTensor", "NestedTensorCPU"] and ran == []
+        dense = torch.randn(3)
+        assert trace.path(trace.predict(torch.ops.aten.add.Tensor, dense, dense)) == ["AutogradCPU", "CPU"]
+        torch.ops.aten.add.Tensor(dense, dense)
+        assert ran == ["AutogradCPU"]
 
 
 def test_a_batched_decomposition_ends_the_walk():

@@ -3127,19 +3127,67 @@ def _cube_keeps_nothing(cube) -> str | None:
     return None
 
 
-def _module_keeps_no_tensor(module) -> str | None:
-    """After the check's calls, no tensor in the reader's module: in a variable of its own, or in a dict, list, tuple or
-    set there (a cache of constants made at a real call, say, which a later trace on fake tensors meets)."""
+def _variable_holding_a_tensor(module) -> str | None:
+    """The name of a variable of the reader's module that holds a tensor: itself, or in a dict, list, tuple or set."""
     for name, value in vars(module).items():
         if name.startswith("__") or isinstance(value, type(module)):
             continue
         held = (value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple, set))
                 else [value])
         if any(isinstance(item, torch.Tensor) for item in held):
-            return (f"after the check's calls, your file keeps a tensor in its variable `{name}`: it outlives every "
-                    "call, its memory with it, and a trace on fake tensors after a real call (an eager warm-up, then "
-                    "torch.compile) that meets it meets a real tensor beside its fake ones. A backward computes from "
-                    "what its own call saved, and keeps nothing between calls (lesson 04, section 1).")
+            return name
+    return None
+
+
+def _module_keeps_no_tensor(module) -> str | None:
+    """After the check's calls, no tensor in the reader's module: in a variable of its own, or in a dict, list, tuple or
+    set there (a cache of constants made at a real call, say, which a later trace on fake tensors meets)."""
+    if name := _variable_holding_a_tensor(module):
+        return (f"after the check's calls, your file keeps a tensor in its variable `{name}`: it outlives every "
+                "call, its memory with it, and a trace on fake tensors after a real call (an eager warm-up, then "
+                "torch.compile) that meets it meets a real tensor beside its fake ones. A backward computes from "
+                "what its own call saved, and keeps nothing between calls (lesson 04, section 1).")
+    return None
+
+
+def _cube_module_state_while_running(cube, module) -> str | None:
+    """Not even while it runs does backward keep a tensor in a variable of the module: autograd runs a CPU backward on
+    the thread that calls backward, so two threads (a server's requests, a data-parallel step) run it at once, and a
+    module's variable is both calls'. Seen at each operation backward calls, by a TorchDispatchMode around it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    held = []
+
+    class Watching(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not held and (name := _variable_holding_a_tensor(module)):
+                held.append(name)
+            return func(*args, **(kwargs or {}))
+
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    out = cube(x).sum()
+    with Watching():
+        torch.autograd.grad(out, x)
+    if held:
+        return (f"while backward ran, your file held a tensor in its variable `{held[0]}`: autograd runs a CPU "
+                "backward on the thread that calls backward, so two threads (a server's requests, a data-parallel "
+                "step) run yours at once, and each reads what the other put there. A backward's tensors are its "
+                "call's own (lesson 04, section 1).")
+    return None
+
+
+def _cube_shared_gradient(cube) -> str | None:
+    """Two calls' outputs summed: add's backward hands both cube nodes one gradient tensor, which the caller never
+    holds. A backward that writes into what it receives (where nothing else seems to hold it) changes the other's."""
+    x1, x2 = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0, -1.0], requires_grad=True)
+    ((cube(x1) + cube(x2)) * 2).sum().backward()
+    want = [6 * x.detach() ** 2 for x in (x1, x2)]
+    if not all(torch.allclose(x.grad, right) for x, right in zip((x1, x2), want)):
+        return (f"((cube(x1) + cube(x2)) * 2).sum().backward(), x1 = [1, 2] and x2 = [3, -1]: the gradients are "
+                f"{x1.grad.tolist()} and {x2.grad.tolist()}, where 6x^2 gives {want[0].tolist()} and "
+                f"{want[1].tolist()}: add's backward hands both cube nodes one gradient tensor, and one backward "
+                "wrote into it before the other read it. Backward leaves the tensors it receives as they are, whoever "
+                "else holds them (lesson 04, section 3: what a backward receives).")
     return None
 
 
@@ -3250,7 +3298,8 @@ def backward(path: Path) -> Result:
                        or _cube_gradients_owned(cube) or _cube_after_a_data_write(cube)
                        or _cube_saved_as_given(cube) or _cube_batched_backward(cube) or _cube_first_on_meta(path)
                        or _cube_large_grad_output_untouched(cube) or _cube_keeps_nothing(cube)
-                       or _module_keeps_no_tensor(answer) or _cube_compiled(cube)):
+                       or _module_keeps_no_tensor(answer) or _cube_compiled(cube)
+                       or _cube_shared_gradient(cube) or _cube_module_state_while_running(cube, answer)):
             return Result(False, problem)
         return Result(True, "right at every sample, to each dtype's precision, through .sum() and on meta tensors; "
                             "a changed x refused; gradcheck and gradgradcheck passed, a third derivative too; x saved "
@@ -5049,7 +5098,10 @@ def fake_kernel(path: Path) -> Result:
         for a, b in [(torch.randn(3, 4), torch.randn(5, 4)), (torch.randn(2, 3), torch.randn(3, 2)),
                      (torch.randn(4), torch.randn(5)), (torch.randn(3), torch.randn(3, 4)),
                      (torch.randn(3, 4), torch.randn(3)),
-                     (torch.randn(3, 1), torch.randn(3, 4))]:  # shapes the real kernel refuses (the last broadcast)
+                     (torch.randn(3, 1), torch.randn(3, 4)),  # shapes the real kernel refuses (the last broadcast)
+                     # and a 0-dim tensor (a loss, x.sum()) beside one of a single element, or more
+                     (torch.randn(()), torch.randn(1)), (torch.randn(1), torch.randn(())),
+                     (torch.randn(()), torch.randn(2, 2))]:
             try:
                 op(a.to("meta"), b.to("meta"))
             except Exception as error:  # noqa: BLE001 - refused: as the real kernel refuses, said below
@@ -6821,6 +6873,55 @@ def _padded_package(package: Path, to: Path, size: int, fill: bytes = b"\0") -> 
     shutil.copyfile(made, to)
 
 
+def _weights_changed_in_the_middle(padded: Path, model: torch.nn.Module, to: Path) -> torch.nn.Module:
+    """A copy of `padded` (a _padded_package of `model`'s package) whose model's first layer has its first row doubled,
+    and the model it runs. The weights lie, uncompressed, in the middle of the package's library; the change keeps the
+    library's CRC-32, and so the whole file's and the zip directory at its end: the lowest bit of 32 of the layer's
+    later weights (a change of one unit in the last place) is set to make up for it. CRC-32 is affine in the bits, so
+    which bits to set solves 32 linear equations over GF(2), one per bit of the CRC, as _checksummed_comment's do.
+    Size, head, tail and CRC-32 alike: only the middle tells the two files apart."""
+    import copy
+    import struct
+    import zlib
+
+    data = bytearray(padded.read_bytes())
+    weight = model.w1.detach().contiguous()  # (32, 64), float32: the first layer's
+    start = data.find(weight.numpy().tobytes())
+    assert start > _LEAD and data.find(weight.numpy().tobytes(), start + 1) == -1, "the weights, once, in the middle"
+    row = weight.shape[1] * 4
+    first_row = struct.unpack_from(f"<{weight.shape[1]}f", data, start)
+    struct.pack_into(f"<{weight.shape[1]}f", data, start, *(2 * value for value in first_row))
+    crc = zlib.crc32(padded.read_bytes()[start:])  # of what follows the unchanged head: equal only if the whole's is
+    candidates = [start + 16 * row + 4 * n for n in range(48)]  # the lowest byte of 48 weights of later rows
+    base = zlib.crc32(bytes(data[start:]))
+    rows = []
+    for n, at in enumerate(candidates):
+        data[at] ^= 1
+        rows.append((zlib.crc32(bytes(data[start:])) ^ base, 1 << n))
+        data[at] ^= 1
+    want, chosen = crc ^ base, 0
+    for high in reversed(range(32)):  # Gaussian elimination, from the CRC's highest bit down
+        pivot = next((r for r in rows if r[0] >> high & 1), None)
+        if pivot is None:
+            continue
+        rows = [(value ^ pivot[0], flips ^ pivot[1]) if value >> high & 1 and (value, flips) != pivot
+                else (value, flips) for value, flips in rows if (value, flips) != pivot]
+        if want >> high & 1:
+            want, chosen = want ^ pivot[0], chosen ^ pivot[1]
+    assert want == 0, "48 bits span the CRC's 32"
+    for n, at in enumerate(candidates):
+        if chosen >> n & 1:
+            data[at] ^= 1
+    assert zlib.crc32(bytes(data)) == zlib.crc32(padded.read_bytes()) and len(data) == padded.stat().st_size
+    to.parent.mkdir(parents=True, exist_ok=True)
+    to.write_bytes(bytes(data))
+    changed = copy.deepcopy(model)
+    with torch.no_grad():
+        changed.w1.copy_(torch.frombuffer(bytes(data[start:start + weight.numel() * 4]),
+                                          dtype=torch.float32).view_as(weight))
+    return changed
+
+
 _LOADED_ONCE = "A file's model is loaded once, and again only when its contents change."
 
 
@@ -6919,6 +7020,15 @@ def load_before_aoti(path: Path) -> Result:
             _padded_package(models[n % 2][1], release, size, fill=bytes([n + 21]))
         retiring = Path(elsewhere) / "retiring.pt2"  # a release of its own, to be removed once served
         _padded_package(models[0][1], retiring, size, fill=bytes([31]))
+        # Last, a release of the first model whose weights changed, alike but in the middle of its library, deployed
+        # over the first: its output for the first call's input.
+        changed_release = Path(elsewhere) / "middle"
+        changed_release.mkdir()
+        _padded_package(models[0][1], changed_release / "before.pt2", size, fill=bytes([41]))
+        with torch.no_grad():
+            torch.save(_weights_changed_in_the_middle(changed_release / "before.pt2", models[0][0],
+                                                      changed_release / "after.pt2")(calls[0][1]),
+                       changed_release / "output.pt")
         import textwrap
 
         environment_reader = textwrap.indent(_C_ENVIRONMENT_SOURCE, " " * 12).lstrip()
@@ -7574,6 +7684,20 @@ def load_before_aoti(path: Path) -> Result:
                                              out, outputs_race[0], atol=1e-6) for out in outs)),
                                          "environment": (kept := _c_environment() == environment)}}))
             stop_unless(grew <= 1 and same and kept)
+            # Last, a release of the first model whose weights changed, deployed over a file run() has loaded (cp -p):
+            # the same size and times, the same first 4 MiB and last MiB, the same CRC-32, the whole file's and each
+            # of its files'; only the middle of its library differs.
+            in_place = os.path.join({str(changed_release)!r}, "model.pt2")
+            shutil.copyfile({str(changed_release / "before.pt2")!r}, in_place)
+            answer.run(in_place, x_race)
+            stamp = os.stat(in_place)
+            shutil.copyfile({str(changed_release / "after.pt2")!r}, in_place)
+            os.utime(in_place, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+            out = answer.run(in_place, x_race)
+            print("MIDDLE", json.dumps({{"same": (same := bool(torch.allclose(
+                out, torch.load({str(changed_release / "output.pt")!r}), atol=1e-6))),
+                                        "old": bool(torch.allclose(out, outputs_race[0], atol=1e-6))}}))
+            stop_unless(same)
             python_now = python_settings()
             print("PYTHON SETTINGS", json.dumps({{"changed": [what for what, was in python_found.items()
                                                            if python_now[what] != was]}}))
@@ -7957,6 +8081,16 @@ def load_before_aoti(path: Path) -> Result:
                              "once the four were done: one thread's setting, set back to what another had set "
                              "meanwhile? What a call changes of the process, another thread sees; each call leaves "
                              f"it as it found it.{hint}.")
+    if changed := [json.loads(line.removeprefix("MIDDLE ")) for line in lines if line.startswith("MIDDLE ")]:
+        if not changed[0]["same"]:
+            return Result(False, "in the fresh Python, a release of the first model whose first layer changed, "
+                                 "deployed over a file run() had loaded (cp -p: the old file's times): the same size, "
+                                 "the same first 4 MiB and last MiB, the same CRC-32, the whole file's and each of its "
+                                 "files' (the zip's directory at its end alike); only the middle of its library "
+                                 "differs. run() returned " + ("the old release's output" if changed[0]["old"] else
+                                                                "another output than the new release's")
+                                 + ": what it reads of a file to know whether it changed is part of the file, not all "
+                                 f"of it. {_LOADED_ONCE}{hint}.")
     if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
         return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:
@@ -9059,6 +9193,10 @@ def _upcast_operators(received: list) -> torch.library.Library:
         refusing("double_then_add_", x, y)
         return x.mul_(2).add_(y)
 
+    def mean_number(x):  # a Python number, computed in float64: 1/3, say, which no half dtype holds
+        refusing("mean_number", x)
+        return x.double().mean().item()
+
     def centre_(mean, x):  # writes `mean`, returns a new tensor, as batch norm writes its running statistics
         refusing("centre_", mean, x)
         mean.copy_(x.mean(0))
@@ -9080,6 +9218,7 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("total(Tensor[] xs) -> Tensor", total, ()),
             ("scale_both_(Tensor(a!) x, Tensor(b!) y, float s) -> ()", scale_both_, ()),
             ("centre_(Tensor(a!) mean, Tensor x) -> Tensor", centre_, ()),
+            ("mean_number(Tensor x) -> float", mean_number, ()),
             ("double_then_add_(Tensor(a!) x, Tensor y) -> Tensor(a!)", double_then_add_, (torch.Tag.inplace,)),
             ("accumulate_(Tensor(a!) acc, Tensor x) -> Tensor(a!)", accumulate_, (torch.Tag.inplace,)),
             ("fill_then_fail_(Tensor(a!) x) -> ()", fill_then_fail_, ()),
@@ -9115,6 +9254,13 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
         return tensor.to(dtype, copy=True)
 
     def same(out, args):
+        return None
+
+    def number_as_returned(out, args):  # the kernel's number, from the half inputs made float32
+        returned = args[0][0].double().mean().item()
+        if out != returned:
+            return (f"the call returned {out!r}, where the kernel returns {returned!r}: a Python number comes back as "
+                    "the kernel returned it, not rounded to the call's half dtype")
         return None
 
     def returns(position: int, keyword: str | None = None):
@@ -9282,6 +9428,8 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          "kernel's layout within its memory, where it starts",
          lambda d: ((fresh(c, d), fresh(c, d)), {"out": torch.zeros(200, dtype=d)[2:2]}), ops.mul_out,
          returns(0, "out")),
+        (f"mean_number(x) in {name}, x = [0, 0, 1]: a Python number the kernel computes in float64 (1/3)",
+         lambda d: ((torch.tensor([0.0, 0.0, 1.0], dtype=d),), {}), ops.mean_number, number_as_returned),
     ]
 
 

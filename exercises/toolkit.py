@@ -315,17 +315,19 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
         raise Diagnosis(f"{name} (line {values[-1].lineno} of your file) must be {what}")
     if acting := [node.lineno for node in tree.body if not _states(node)]:
         raise Diagnosis(f"line {acting[0]} of your file does something when the file runs (a call, a loop, a block, a "
-                        f"definition): the check reads {name} from your file without running it, so the file writes "
-                        f"{name} out, {what}, and does nothing else that a run could change it by")
+                        f"definition, an import, which runs the module's code): the check reads {name} from your file "
+                        f"without running it, so the file writes {name} out, {what}, and does nothing else that a run "
+                        "could change it by")
     return value
 
 
 def _states(node: ast.stmt) -> bool:
-    """Whether a top-level statement only states something: a docstring or other string, an import, or a name given
-    a value written out (`SERVED = [...]`, `NOTE: str = "..."`). Anything else runs code when the file runs."""
+    """Whether a top-level statement only states something: a docstring or other string, `from __future__ import
+    ...`, or a name given a value written out (`SERVED = [...]`, `NOTE: str = "..."`). Anything else runs code when
+    the file runs: an import runs the imported module's, which may print, or set a name of this file's."""
     if isinstance(node, ast.Expr):
         return isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-    if isinstance(node, (ast.Import, ast.ImportFrom, ast.Pass)):
+    if isinstance(node, ast.ImportFrom) and node.module == "__future__" or isinstance(node, ast.Pass):
         return True
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
         if isinstance(node, ast.AnnAssign) and any(isinstance(part, ast.Call) for part in ast.walk(node.annotation)):
@@ -341,8 +343,9 @@ def _states(node: ast.stmt) -> bool:
 
 def _rebinds(node: ast.AST, name: str) -> bool:
     """Whether `node` may give `name` a value when the file runs: an assignment to it anywhere (in an `if`, a loop, a
-    function, a `with`), a `del`, a `global` statement, an import as it, an attribute of that name set on anything (the
-    module, through sys.modules), or a way to set a name from its text (globals(), vars(), exec, setattr)."""
+    function, a `with`), a `del`, a `global` statement, an import as it or of every name (`from m import *`), an
+    attribute of that name set on anything (the module, through sys.modules), or a way to set a name from its text
+    (globals(), vars(), exec, setattr)."""
     if isinstance(node, ast.Name):
         return (node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
                 or node.id in ("globals", "vars", "locals", "exec", "eval", "setattr"))
@@ -350,7 +353,7 @@ def _rebinds(node: ast.AST, name: str) -> bool:
         return name in node.names
     if isinstance(node, ast.Attribute):  # module.NAME = ... (sys.modules[__name__].NAME, say)
         return node.attr == name and isinstance(node.ctx, (ast.Store, ast.Del))
-    return isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name
+    return isinstance(node, ast.alias) and (node.name == "*" or (node.asname or node.name.split(".")[0]) == name)
 
 
 def _changes(node: ast.AST, name: str) -> bool:

@@ -365,6 +365,17 @@ def walk(path: Path) -> Result:
     for case in cases:
         if not (result := walked(*case)).passed:
             return result
+    # A fallthrough at AutogradNestedTensor hands the call on with nothing masked: a kernel at AutogradCPU, below it in
+    # a nested tensor's keyset, runs.
+    with operator("nested_twice(Tensor x) -> Tensor", lambda t: t * 2, key="NestedTensorCPU") as library:
+        library.impl("nested_twice", torch.library.fallthrough_kernel, "AutogradNestedTensor")
+        library.impl("nested_twice", lambda keyset, t: torch.ops.exercise.nested_twice.default.redispatch(
+            keyset & torch._C._after_autograd_keyset, t), "AutogradCPU", with_keyset=True)
+        if not (result := walked("exercise::nested_twice(n), n a strided nested tensor: a fallthrough at "
+                                 "AutogradNestedTensor, and a kernel at AutogradCPU that hands the call on",
+                                 torch.ops.exercise.nested_twice.default, (_nested(torch.randn(2, 3)),),
+                                 where_to_look=_AUTOGRAD_MASK)).passed:
+            return result
     registered["library"]._destroy()
     with operator("answer(int n) -> int", lambda n: n + 1, key="CompositeExplicitAutograd"):
         if not (result := walked("exercise::answer(41): no tensor argument, a CompositeExplicitAutograd kernel",
@@ -1148,7 +1159,14 @@ def composite_key(path: Path) -> Result:
                                  # A size-1 dimension's stride is the input's own (a slice, as_strided): torch's
                                  # elementwise output recomputes it, and it decides the output's memory format.
                                  ("a channels_last CPU tensor whose size-1 dimension has a stride of its own",
-                                  torch.randn(24).as_strided((2, 4, 3, 1), (12, 1, 4, 2)), nullcontext)]:
+                                  torch.randn(24).as_strided((2, 4, 3, 1), (12, 1, 4, 2)), nullcontext),
+                                 # The values of a training step's call are its values too.
+                                 ("float32 CPU tensors that require grad (a training step's)",
+                                  torch.tensor([-9.0, -5.0, -0.5, 0.0, 0.5, 3.0, 42.0], requires_grad=True),
+                                  nullcontext),
+                                 ("float64 CPU tensors that require grad",
+                                  torch.tensor([-20.0, -9.0, -1.0, 0.0, 1.0, 3.0, 12.0, 13.0, 100.0],
+                                               dtype=torch.float64, requires_grad=True), nullcontext)]:
             given = x.clone()
             before = _process_state()
             try:
@@ -3128,15 +3146,17 @@ def _cube_keeps_nothing(cube) -> str | None:
 
 
 def _variable_holding_a_tensor(module) -> str | None:
-    """The name of a variable of the reader's module that holds a tensor: itself, or in a dict, list, tuple or set."""
-    for name, value in vars(module).items():
-        if name.startswith("__") or isinstance(value, type(module)):
-            continue
-        held = (value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple, set))
-                else [value])
-        if any(isinstance(item, torch.Tensor) for item in held):
-            return name
-    return None
+    """The name of a variable of the reader's module that holds a tensor: itself, or in a dict, list, tuple or set,
+    three deep (a list of pairs of tensors, a dict of lists)."""
+    def holds(value, depth: int = 3) -> bool:
+        if isinstance(value, torch.Tensor):
+            return True
+        if depth == 0 or not isinstance(value, (dict, list, tuple, set)):
+            return False
+        return any(holds(item, depth - 1) for item in (value.values() if isinstance(value, dict) else value))
+
+    return next((name for name, value in vars(module).items()
+                 if not name.startswith("__") and not isinstance(value, type(module)) and holds(value)), None)
 
 
 def _module_keeps_no_tensor(module) -> str | None:
@@ -4081,11 +4101,16 @@ def register_autocast(path: Path) -> Result:
             a_inside, b_inside = threading.Event(), threading.Event()
             meetings.update({"mm2 A": (a_inside, b_inside), "mm2 B": (b_inside, None)})
 
+            settings_around = {}  # a thread's name -> its autocast settings in its region, before and after its call
+
             def request(name: str) -> None:
                 if name == "mm2 B":
                     a_inside.wait(10)
-                with torch.autocast("cpu"):
+                # Two regions of their own: B's of float16 (its casts are to bfloat16 all the same).
+                with torch.autocast("cpu", dtype=torch.bfloat16 if name == "mm2 A" else torch.float16):
+                    before = _autocast_settings()
                     torch.ops.exercise.mm2.default(torch.randn(2, 3), torch.randn(3, 2, dtype=torch.bfloat16))
+                    settings_around[name] = before, _autocast_settings()
 
             threads = [threading.Thread(target=request, args=(name,), name=name) for name in ("mm2 A", "mm2 B")]
             for thread in threads:
@@ -4104,6 +4129,20 @@ def register_autocast(path: Path) -> Result:
                                  "torch operation A's kernel makes after that is autocast again. What your kernel's "
                                  "guard holds is every call's at once (one object, made once?): a guard belongs to "
                                  "one call on one thread (lesson 05, section 4)")
+        before, after = settings_around.get("mm2 A", ({}, {}))
+        if changed := next((f"{what} from {was} to {after.get(what)}" for what, was in before.items()
+                            if was != after.get(what)), None):
+            return Result(False, "two threads in autocast regions at once (a threaded server), A's of bfloat16 and B's "
+                                 "of float16: thread B called mm2 while thread A's call was inside mm2's CPU kernel, "
+                                 f"and after A's call {changed} on thread A: what your kernel set back there was B's. "
+                                 "What it keeps of the caller's settings is every call's at once (one object, entered "
+                                 "by every call?): each call's are its own (lesson 05, section 4)")
+        if name := _variable_holding_a_tensor(answer):
+            return Result(False, f"after the check's calls, your file keeps a tensor in its variable `{name}`: the "
+                                 "casts (or inputs, or outputs) of calls that are over, whose memory grows for the "
+                                 "life of the process. What an Autocast kernel casts is for its call; torch's "
+                                 "cached_cast keeps a parameter's cast only until its region ends (lesson 05, section "
+                                 "5: what cached_cast keeps, and for how long)")
         return Result(True, "inside autocast mm2 ran in bfloat16 on float32, float16 and bfloat16 inputs, with "
                             "gradients, as it was on float64 and integer ones, in float32 after the region, on a "
                             "weight's and a parameter's new values in a second region, and in bfloat16 in a float16 "
@@ -9430,6 +9469,8 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          returns(0, "out")),
         (f"mean_number(x) in {name}, x = [0, 0, 1]: a Python number the kernel computes in float64 (1/3)",
          lambda d: ((torch.tensor([0.0, 0.0, 1.0], dtype=d),), {}), ops.mean_number, number_as_returned),
+        (f"centre_(mean, x), mean in float32 and x in {name}, both empty (every data pointer 0): a new output beside a "
+         "written float32 argument", lambda d: ((torch.zeros(0), fresh(torch.zeros(0, 0), d)), {}), ops.centre_, same),
     ]
 
 

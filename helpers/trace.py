@@ -283,6 +283,8 @@ def predict(op, *args, **kwargs) -> list[Step]:
             # An autograd kernel hands the call on below every autograd key, not only below its own (ks &
             # after_autograd_keyset: torch's generated kernels, its autograd fallback, the workbook's): a nested
             # tensor's keyset holds AutogradCPU below AutogradNestedTensor, and its kernel is skipped.
+            masked = remaining - (remaining & C._after_autograd_keyset)
+            steps += [Step(name, "not reached", table.get(name)) for name in key_names(masked)]
             remaining = remaining & C._after_autograd_keyset
         if name == "BackendSelect" and step.status == "kernel":
             if entry.registered_at.rpartition(":")[0].endswith(GENERATED_BACKEND_SELECT):

@@ -481,6 +481,29 @@ def test_an_autograd_kernel_hands_on_below_every_autograd_key():
         assert ran == ["AutogradCPU"]
 
 
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="a torch built without oneDNN has no mkldnn tensors")
+def test_an_autograd_kernel_hands_on_below_autograd_other_too():
+    # A CPU tensor beside an mkldnn one: the keyset holds AutogradOther below AutogradCPU. AutogradCPU's kernel masks
+    # it too: a kernel at AutogradOther that logs itself and hands the call on never runs (the call then fails in
+    # MkldnnCPU's kernel); for two mkldnn tensors, whose keyset holds AutogradOther alone, it runs.
+    ran = []
+
+    def logged(keyset, a, b, alpha=1):
+        ran.append("AutogradOther")
+        with torch._C._AutoDispatchBelowAutograd():
+            return torch.ops.aten.add.Tensor.redispatch(keyset & torch._C._after_autograd_keyset, a, b, alpha=alpha)
+
+    dense, mkldnn = torch.randn(2, 3), torch.randn(2, 3).to_mkldnn()
+    with torch.library._scoped_library("aten", "IMPL") as library:
+        library.impl("add.Tensor", logged, "AutogradOther", with_keyset=True)
+        assert trace.path(trace.predict(torch.ops.aten.add.Tensor, dense, mkldnn)) == ["AutogradCPU", "MkldnnCPU"]
+        with pytest.raises(RuntimeError):
+            torch.ops.aten.add.Tensor(dense, mkldnn)
+        assert ran == []
+        torch.ops.aten.add.Tensor(mkldnn, mkldnn)  # AutogradOther alone: the kernel there runs
+    assert ran == ["AutogradOther"]
+
+
 def test_a_batched_decomposition_ends_the_walk():
     # FuncTorchBatchedDecomposition fills FuncTorchBatched ("batched kernel"): inside vmap, flatten of a batched tensor
     # is computed from other operators there, and its AutogradCPU entry is never reached.

@@ -453,23 +453,26 @@ def test_a_nested_decomposition_ends_the_walk():
     assert predicted == ["AutogradNestedTensor"] and ran == []
 
 
+def _add_handed_on(ran: list, key: str):
+    """A kernel for aten::add.Tensor at an autograd key that notes it ran, then hands the call on below autograd."""
+    def kernel(keyset, a, b, alpha=1):
+        ran.append(key)
+        with torch._C._AutoDispatchBelowAutograd():
+            return torch.ops.aten.add.Tensor.redispatch(keyset & torch._C._after_autograd_keyset, a, b, alpha=alpha)
+    return kernel
+
+
 def test_an_autograd_kernel_hands_on_below_every_autograd_key():
     # A nested tensor's keyset holds AutogradCPU below AutogradNestedTensor. The kernel there (VariableType's,
     # generated) redispatches with ks & after_autograd_keyset, every autograd key masked, not only the keys above
     # AutogradCPU: a kernel at AutogradCPU that logs itself and hands the call on never runs for a nested tensor, that
     # requires grad or not; it does for a dense one.
     ran = []
-
-    def logged(keyset, a, b, alpha=1):
-        ran.append("AutogradCPU")
-        with torch._C._AutoDispatchBelowAutograd():
-            return torch.ops.aten.add.Tensor.redispatch(keyset & torch._C._after_autograd_keyset, a, b, alpha=alpha)
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "The PyTorch API of nested tensors is in prototype stage"
         nested = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])
     with torch.library._scoped_library("aten", "IMPL") as library:
-        library.impl("add.Tensor", logged, "AutogradCPU", with_keyset=True)
+        library.impl("add.Tensor", _add_handed_on(ran, "AutogradCPU"), "AutogradCPU", with_keyset=True)
         for x in (nested, nested.detach().requires_grad_()):
             assert "AutogradCPU" in trace.key_names(torch._C._dispatch_keys(x))
             predicted = trace.path(trace.predict(torch.ops.aten.add.Tensor, x, x))
@@ -487,15 +490,9 @@ def test_an_autograd_kernel_hands_on_below_autograd_other_too():
     # it too: a kernel at AutogradOther that logs itself and hands the call on never runs (the call then fails in
     # MkldnnCPU's kernel); for two mkldnn tensors, whose keyset holds AutogradOther alone, it runs.
     ran = []
-
-    def logged(keyset, a, b, alpha=1):
-        ran.append("AutogradOther")
-        with torch._C._AutoDispatchBelowAutograd():
-            return torch.ops.aten.add.Tensor.redispatch(keyset & torch._C._after_autograd_keyset, a, b, alpha=alpha)
-
     dense, mkldnn = torch.randn(2, 3), torch.randn(2, 3).to_mkldnn()
     with torch.library._scoped_library("aten", "IMPL") as library:
-        library.impl("add.Tensor", logged, "AutogradOther", with_keyset=True)
+        library.impl("add.Tensor", _add_handed_on(ran, "AutogradOther"), "AutogradOther", with_keyset=True)
         assert trace.path(trace.predict(torch.ops.aten.add.Tensor, dense, mkldnn)) == ["AutogradCPU", "MkldnnCPU"]
         with pytest.raises(RuntimeError):
             torch.ops.aten.add.Tensor(dense, mkldnn)

@@ -42,8 +42,7 @@ It checks each output (a tensor the caller can use as any other), the refusals, 
   precision, deterministic algorithms (their warn-only mode too) and the random number generator's state are, after
   each call and after your file is imported, as they were before it (the caller sets the number of threads after the
   import);
-- that the import of your file, and each call, leave the environment variables (os.environ, os.putenv) as they
-  found them;
+- that your file's import, and each call, leave the environment variables (os.environ, os.putenv) as they were;
 - that Python's warning filters and the loggers' levels are as they were before the import, both after it and once the
   calls are done;
 - that the calls write nothing in a release's folder, leave nothing they make anywhere but the temporary and home

@@ -3054,9 +3054,7 @@ def _cube_ctx_holds_no_tensor(cube) -> str | None:
                  "second backward or a double backward needs)"):
         if when != "after cube(x)":
             torch.autograd.grad(out.sum(), x, retain_graph=True)
-        held = [f"ctx.{name}" for name, value in vars(out.grad_fn).items()  # ctx is the graph's node
-                if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple, dict)) and any(
-                    isinstance(item, torch.Tensor) for item in (value.values() if isinstance(value, dict) else value))]
+        held = [f"ctx.{name}" for name, value in vars(out.grad_fn).items() if _holds_a_tensor(value)]  # ctx: the node
         if held:
             return (f"{when}, the graph's node keeps a tensor in {', '.join(held)}, beside what "
                     "ctx.save_for_backward saved: saved-tensor hooks never see it (save_on_cpu, activation "
@@ -3145,18 +3143,20 @@ def _cube_keeps_nothing(cube) -> str | None:
     return None
 
 
-def _variable_holding_a_tensor(module) -> str | None:
-    """The name of a variable of the reader's module that holds a tensor: itself, or in a dict, list, tuple or set,
-    three deep (a list of pairs of tensors, a dict of lists)."""
-    def holds(value, depth: int = 3) -> bool:
-        if isinstance(value, torch.Tensor):
-            return True
-        if depth == 0 or not isinstance(value, (dict, list, tuple, set)):
-            return False
-        return any(holds(item, depth - 1) for item in (value.values() if isinstance(value, dict) else value))
+def _holds_a_tensor(value, depth: int = 3) -> bool:
+    """Whether `value` is a tensor, or holds one in a dict, list, tuple or set, three deep (a list of pairs of tensors,
+    a dict of lists)."""
+    if isinstance(value, torch.Tensor):
+        return True
+    if depth == 0 or not isinstance(value, (dict, list, tuple, set)):
+        return False
+    return any(_holds_a_tensor(item, depth - 1) for item in (value.values() if isinstance(value, dict) else value))
 
+
+def _variable_holding_a_tensor(module) -> str | None:
+    """The name of a variable of the reader's module that holds a tensor (_holds_a_tensor)."""
     return next((name for name, value in vars(module).items()
-                 if not name.startswith("__") and not isinstance(value, type(module)) and holds(value)), None)
+                 if not name.startswith("__") and not isinstance(value, type(module)) and _holds_a_tensor(value)), None)
 
 
 def _module_keeps_no_tensor(module) -> str | None:
@@ -6815,6 +6815,23 @@ _ADLER = 65521  # Adler-32's modulus
 _SWAPS, _ADLER_BYTES = 64, 1024  # the two parts of the archive's comment _checksummed_comment chooses
 
 
+def _crc_changes_chosen(rows: list[tuple[int, int]], want: int) -> int:
+    """Which of some changes to a message, together, change its CRC-32 by `want`: `rows` holds (what change n alone
+    changes in the CRC, 1 << n), and the answer is the bits n of the changes to make. CRC-32 is affine in the bits, so
+    this solves 32 linear equations over GF(2), one per bit of the CRC, by Gaussian elimination."""
+    chosen = 0
+    for high in reversed(range(32)):  # from the CRC's highest bit down
+        pivot = next((row for row in rows if row[0] >> high & 1), None)
+        if pivot is None:
+            continue
+        rows = [(crc ^ pivot[0], which ^ pivot[1]) if crc >> high & 1 else (crc, which)
+                for crc, which in rows if (crc, which) != pivot]
+        if want >> high & 1:
+            want, chosen = want ^ pivot[0], chosen ^ pivot[1]
+    assert want == 0, "the changes span the CRC's 32 bits"
+    return chosen
+
+
 def _checksummed_comment(head: bytes) -> bytes:
     """The bytes that, after `head`, make the whole's CRC-32 _SHARED_CRC32 and its Adler-32 _SHARED_ADLER32.
 
@@ -6854,15 +6871,7 @@ def _checksummed_comment(head: bytes) -> bytes:
         swapped = bytearray(swaps)
         swapped[3 * n:3 * n + 3] = b"\1\0\1"
         rows.append((zlib.crc32(bytes(swapped) + tail, crc_head) ^ base, 1 << n))
-    want, chosen = _SHARED_CRC32 ^ base, 0
-    for high in reversed(range(32)):  # Gaussian elimination, from the CRC's highest bit down
-        pivot = next((row for row in rows if row[0] >> high & 1), None)
-        if pivot is None:
-            continue
-        rows = [(crc ^ pivot[0], which ^ pivot[1]) if crc >> high & 1 else (crc, which)
-                for crc, which in rows if (crc, which) != pivot]
-        if want >> high & 1:
-            want, chosen = want ^ pivot[0], chosen ^ pivot[1]
+    chosen = _crc_changes_chosen(rows, _SHARED_CRC32 ^ base)
     for n in range(_SWAPS):
         if chosen >> n & 1:
             swaps[3 * n:3 * n + 3] = b"\1\0\1"
@@ -6915,43 +6924,34 @@ def _padded_package(package: Path, to: Path, size: int, fill: bytes = b"\0") -> 
 def _weights_changed_in_the_middle(padded: Path, model: torch.nn.Module, to: Path) -> torch.nn.Module:
     """A copy of `padded` (a _padded_package of `model`'s package) whose model's first layer has its first row doubled,
     and the model it runs. The weights lie, uncompressed, in the middle of the package's library; the change keeps the
-    library's CRC-32, and so the whole file's and the zip directory at its end: the lowest bit of 32 of the layer's
-    later weights (a change of one unit in the last place) is set to make up for it. CRC-32 is affine in the bits, so
-    which bits to set solves 32 linear equations over GF(2), one per bit of the CRC, as _checksummed_comment's do.
+    library's CRC-32, and so the whole file's and the zip directory at its end: the lowest bit of some of 48 of the
+    layer's later weights (a change of one unit in the last place) is flipped to make up for it (_crc_changes_chosen
+    picks which).
     Size, head, tail and CRC-32 alike: only the middle tells the two files apart."""
     import copy
     import struct
     import zlib
 
-    data = bytearray(padded.read_bytes())
+    original = padded.read_bytes()
+    data = bytearray(original)
     weight = model.w1.detach().contiguous()  # (32, 64), float32: the first layer's
     start = data.find(weight.numpy().tobytes())
     assert start > _LEAD and data.find(weight.numpy().tobytes(), start + 1) == -1, "the weights, once, in the middle"
     row = weight.shape[1] * 4
     first_row = struct.unpack_from(f"<{weight.shape[1]}f", data, start)
     struct.pack_into(f"<{weight.shape[1]}f", data, start, *(2 * value for value in first_row))
-    crc = zlib.crc32(padded.read_bytes()[start:])  # of what follows the unchanged head: equal only if the whole's is
     candidates = [start + 16 * row + 4 * n for n in range(48)]  # the lowest byte of 48 weights of later rows
-    base = zlib.crc32(bytes(data[start:]))
+    base = zlib.crc32(bytes(data[start:]))  # of what follows the unchanged head: equal only if the whole's is
     rows = []
     for n, at in enumerate(candidates):
         data[at] ^= 1
         rows.append((zlib.crc32(bytes(data[start:])) ^ base, 1 << n))
         data[at] ^= 1
-    want, chosen = crc ^ base, 0
-    for high in reversed(range(32)):  # Gaussian elimination, from the CRC's highest bit down
-        pivot = next((r for r in rows if r[0] >> high & 1), None)
-        if pivot is None:
-            continue
-        rows = [(value ^ pivot[0], flips ^ pivot[1]) if value >> high & 1 and (value, flips) != pivot
-                else (value, flips) for value, flips in rows if (value, flips) != pivot]
-        if want >> high & 1:
-            want, chosen = want ^ pivot[0], chosen ^ pivot[1]
-    assert want == 0, "48 bits span the CRC's 32"
+    chosen = _crc_changes_chosen(rows, zlib.crc32(original[start:]) ^ base)
     for n, at in enumerate(candidates):
         if chosen >> n & 1:
             data[at] ^= 1
-    assert zlib.crc32(bytes(data)) == zlib.crc32(padded.read_bytes()) and len(data) == padded.stat().st_size
+    assert zlib.crc32(bytes(data)) == zlib.crc32(original) and len(data) == len(original)
     to.parent.mkdir(parents=True, exist_ok=True)
     to.write_bytes(bytes(data))
     changed = copy.deepcopy(model)
@@ -6962,6 +6962,14 @@ def _weights_changed_in_the_middle(padded: Path, model: torch.nn.Module, to: Pat
 
 
 _LOADED_ONCE = "A file's model is loaded once, and again only when its contents change."
+
+
+def _environment_changes_said(variables: dict, around: str) -> str:
+    """08.load_before_aoti's words for environment variables that `around` (the call, the import) changed: name ->
+    [before, after], None where unset."""
+    return "; ".join(f"{name} {'not set' if before is None else repr(before)} before {around}, "
+                     f"{'not set' if after is None else repr(after)} after it" for name, (before, after) in
+                     variables.items())
 
 
 def _python_changed(what: str) -> str:
@@ -7075,6 +7083,11 @@ def load_before_aoti(path: Path) -> Result:
             import contextlib, json, os, shutil, sys, types, torch, weakref
 
             {environment_reader}
+
+            def environment_changes(before, now):  # name -> [before, now] where they differ (torch's own setting aside)
+                return {{name: [before.get(name), now.get(name)] for name in sorted({{*before, *now}})
+                        if before.get(name) != now.get(name)
+                        and not (name == {_SET_BY_TORCH!r} and name not in before)}}
 
             def stop_unless(right):  # the check reports the first wrong step: the steps after it would not change that
                 if not right:
@@ -7265,11 +7278,8 @@ def load_before_aoti(path: Path) -> Result:
             environment_found = _c_environment()
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
-            python_imported, environment_imported = python_settings(), _c_environment()
-            environment_set = {{name: [environment_found.get(name), environment_imported.get(name)]
-                               for name in sorted({{*environment_found, *environment_imported}})
-                               if environment_found.get(name) != environment_imported.get(name)
-                               and not (name == {_SET_BY_TORCH!r} and name not in environment_found)}}
+            python_imported = python_settings()
+            environment_set = environment_changes(environment_found, _c_environment())
             # run() writes nothing beside the release it is given (a read-only volume, an image's layer): the folder
             # its name gives, and the one it resolves to, keep their times to the nanosecond through the call. And it
             # leaves the process's environment as it found it (a TMPDIR of its own for a load, say).
@@ -7315,10 +7325,7 @@ def load_before_aoti(path: Path) -> Result:
                         else:
                             with contextlib.suppress(OSError):
                                 os.remove(name)
-                    now = _c_environment()
-                    changed = {{name: [environment.get(name), now.get(name)] for name in sorted({{*environment, *now}})
-                               if environment.get(name) != now.get(name)
-                               and not (name == {_SET_BY_TORCH!r} and name not in environment)}}
+                    changed = environment_changes(environment, _c_environment())
                     if changed and not environment_changed:
                         environment_changed.append(None)
                         called = os.path.relpath(os.path.abspath(model_pt2), {str(elsewhere)!r})
@@ -7760,9 +7767,7 @@ def load_before_aoti(path: Path) -> Result:
     if changed := [json.loads(line.removeprefix("ENVIRONMENT CHANGED ")) for line in lines
                    if line.startswith("ENVIRONMENT CHANGED ")]:  # first: a later call may fail for it
         called, variables = changed[0]
-        changes = "; ".join(f"{name} {'not set' if before is None else repr(before)} before the call, "
-                            f"{'not set' if after is None else repr(after)} after it"
-                            for name, (before, after) in variables.items())
+        changes = _environment_changes_said(variables, "the call")
         temporary = (", and every temporary folder made after it goes where TMPDIR says (torch's loader makes one per "
                      "load)" if "TMPDIR" in variables else "")
         return Result(False, f"in the fresh Python, run() on {called} left the process's environment changed "
@@ -7806,9 +7811,7 @@ def load_before_aoti(path: Path) -> Result:
                              "(and torch's) in everything it runs after the import. A module changes nothing of its "
                              f"importer's; a server that wants other settings sets them itself.{hint}.")
     if imported and imported[0]["environment"]:
-        changes = "; ".join(f"{name} {'not set' if before is None else repr(before)} before the import, "
-                            f"{'not set' if after is None else repr(after)} after it"
-                            for name, (before, after) in imported[0]["environment"].items())
+        changes = _environment_changes_said(imported[0]["environment"], "the import")
         return Result(False, f"in the fresh Python, importing your file changed the process's environment "
                              f"(os.environ, os.putenv): {changes}. Every process the server starts from then on "
                              "inherits it (OMP_NUM_THREADS sets a DataLoader worker's or a subprocess's torch "

@@ -281,8 +281,9 @@ def predict(op, *args, **kwargs) -> list[Step]:
         remaining = remaining & keys_after(key)
         if step.status == "kernel" and name.startswith("Autograd"):
             # An autograd kernel hands the call on below every autograd key, not only below its own (ks &
-            # after_autograd_keyset: torch's generated kernels, its autograd fallback, the workbook's): a nested
-            # tensor's keyset holds AutogradCPU below AutogradNestedTensor, and its kernel is skipped.
+            # after_autograd_keyset in torch's generated kernels and its autograd fallback; the workbook's exclude
+            # every autograd key and call again): a nested tensor's keyset holds AutogradCPU below
+            # AutogradNestedTensor, and its kernel is skipped.
             masked = remaining - (remaining & C._after_autograd_keyset)
             steps += [Step(name, "not reached", table.get(name)) for name in key_names(masked)]
             remaining = remaining & C._after_autograd_keyset

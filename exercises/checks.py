@@ -7067,7 +7067,7 @@ def load_before_aoti(path: Path) -> Result:
             _padded_package(models[n % 2][1], release, size, fill=bytes([n + 21]))
         retiring = Path(elsewhere) / "retiring.pt2"  # a release of its own, to be removed once served
         _padded_package(models[0][1], retiring, size, fill=bytes([31]))
-        # Last, a release of the first model whose weights changed, alike but in the middle of its library, deployed
+        # A release of the first model whose weights changed, alike but in the middle of its library, deployed
         # over the first: its output for the first call's input.
         changed_release = Path(elsewhere) / "middle"
         changed_release.mkdir()
@@ -7505,7 +7505,8 @@ def load_before_aoti(path: Path) -> Result:
             # drops models of other files as it takes these) shows as much as an empty one.
             temporary = temporary_bytes()
             releases_kept = still_kept([deployed(release) for release in {[str(release) for release in releases]!r}])
-            print("RELEASES", json.dumps({{"grew": releases_kept, "temporary": temporary_bytes() - temporary}}))
+            releases_temporary = temporary_bytes() - temporary
+            print("RELEASES", json.dumps({{"grew": releases_kept, "temporary": releases_temporary}}))
             # The same releases deployed by a link flipped to each (current -> rN, as many deploy tools do), the
             # server calling run() on current/model.pt2: the file it names is one, whatever the link points to.
             linked = os.path.join(os.path.dirname(model_pt2), "linked")
@@ -7520,7 +7521,7 @@ def load_before_aoti(path: Path) -> Result:
                     answer.run(os.path.join(linked, "current", "model.pt2"), x)
                 return call
 
-            print("LINKED", json.dumps({{"grew": still_kept([flipped(n) for n in range(4)])}}))
+            print("LINKED", json.dumps({{"grew": (linked_kept := still_kept([flipped(n) for n in range(4)]))}}))
             # The link flipped back to r2 (whose contents no other name holds: r3's are model_pt2's too), r1 served
             # by its own name (a canary's), then the link flipped to r1: the calls load nothing, and r2, which no
             # name leads to now, goes at the next call.
@@ -7530,7 +7531,8 @@ def load_before_aoti(path: Path) -> Result:
             flipped(1)()
             for _ in range(2):
                 answer.run(os.path.join(linked, "current", "model.pt2"), x)
-            print("TO ONE LOADED", json.dumps({{"dropped": len(kept_before - models_mapped(kept_only=True))}}))
+            to_one_dropped = len(kept_before - models_mapped(kept_only=True))
+            print("TO ONE LOADED", json.dumps({{"dropped": to_one_dropped}}))
             # Last: a cache that keeps every model it loaded, up to more than a server holds, is full by now and
             # would drop old releases as it takes new ones (the releases above: each replaces the last, none kept).
             served = (first, model_pt2, *{[str(model_file) for model_file in releases[:2] + held]!r})
@@ -7540,7 +7542,7 @@ def load_before_aoti(path: Path) -> Result:
             for _ in range(2):
                 for model_file in served:
                     answer.run(model_file, x)
-            print("IN TURN", json.dumps({{"grew": len(models_mapped()) - before}}))
+            print("IN TURN", json.dumps({{"grew": (in_turn_grew := len(models_mapped()) - before)}}))
             # A release served by two names (its file, and a link to it), then the link flipped to another release
             # already loaded: the file's own name still leads to its model, which stays.
             flipping = os.path.join(os.path.dirname(model_pt2), "flipping.pt2")
@@ -7552,7 +7554,7 @@ def load_before_aoti(path: Path) -> Result:
             os.replace(flipping + ".next", flipping)
             answer.run(flipping, x_first)
             answer.run(model_pt2, x)
-            print("STILL NAMED", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
+            print("STILL NAMED", json.dumps({{"grew": (still_named_grew := len(models_mapped()) - before)}}))
             def dropped_once_spoiled(name, spoil):  # run() on name, spoil(name), run() again: the models dropped
                 answer.run(name, x)
                 kept_before = models_mapped(kept_only=True)
@@ -7567,7 +7569,7 @@ def load_before_aoti(path: Path) -> Result:
             # its name fails, and the model, which no name leads to now, goes with that call.
             retired = os.path.join(os.path.dirname(model_pt2), "retired.pt2")
             shutil.copyfile({str(retiring)!r}, retired)
-            print("RETIRED", json.dumps({{"dropped": dropped_once_spoiled(retired, os.remove)}}))
+            print("RETIRED", json.dumps({{"dropped": (retired_dropped := dropped_once_spoiled(retired, os.remove))}}))
             # Twenty requests of new inputs, their outputs dropped: what run() keeps of them (a result cache that
             # never forgets) grows with every request a server serves.
             import gc
@@ -7589,7 +7591,11 @@ def load_before_aoti(path: Path) -> Result:
             gc.collect()
             print("KEPT", json.dumps({{"grew": (grew := tensors_alive() - alive),
                                       "last": (last_kept := [ref() is not None for ref in last])}}))
-            stop_unless(grew < 10 and not any(last_kept))
+            # Here too for the steps from RELEASES on, which report in another order than they run (the check
+            # reports the first wrong one in its own order), so that a wrong answer stops before the costly steps.
+            stop_unless(grew < 10 and not any(last_kept) and releases_kept <= 1 and releases_temporary <= {1.5 * size}
+                        and linked_kept <= 1 and to_one_dropped and in_turn_grew == 0 and still_named_grew == 0
+                        and retired_dropped)
             # A release deployed while run() loads the file (copied over it once the loader has read the old one): the
             # next call serves the new release. Then an hour with no call (the clocks moved on), and the same file,
             # unchanged, again: its model is not loaded again.
@@ -7686,22 +7692,6 @@ def load_before_aoti(path: Path) -> Result:
                 repaired = f"{{type(error).__name__}}: {{said}}"
             print("TORN", json.dumps({{"dropped": dropped, "temporary": grew, "repaired": repaired}}))
             stop_unless(dropped and grew <= {1.5 * size} and repaired is True)
-            # A server of many models: 1025 files (more than a cache sized for a few keeps: functools.lru_cache's 128,
-            # 256, 512, 1024), each a release of its own of one model (made from its package unpadded: a third of the
-            # bytes to write and read), run() on each in turn, then on each again: the second round loads nothing.
-            many = [os.path.join({str(elsewhere)!r}, "many", f"m{{n}}.pt2") for n in range(1025)]
-            behind = load_package({str(held[0])!r})
-            for n, name in enumerate(many):
-                release_of_its_own({str(models[0][1])!r}, name, f"many {{n}}")
-                with python_open(name, "rb") as file:
-                    stand_in_for[hashlib.sha256(file.read()).digest()] = behind
-            for name in many:
-                answer.run(name, x_race)
-            before, stood_in = len(models_mapped()), loads_stood_in[0]
-            same = all([torch.allclose(answer.run(name, x_race), outputs_race[0], atol=1e-6) for name in many])
-            print("MANY", json.dumps({{"grew": (grew := len(models_mapped()) - before + loads_stood_in[0] - stood_in),
-                                      "same": same}}))
-            stop_unless(grew == 0 and same)
             # Four requests at once, in four threads, on a release no call has loaded (a server's requests in
             # parallel), two by its name and two by a hard link to it: one load. Each real load waits a while first,
             # so that a thread that finds the model not loaded yet reaches a load of its own meanwhile, whatever the
@@ -7730,7 +7720,7 @@ def load_before_aoti(path: Path) -> Result:
                                              out, outputs_race[0], atol=1e-6) for out in outs)),
                                          "environment": (kept := _c_environment() == environment)}}))
             stop_unless(grew <= 1 and same and kept)
-            # Last, a release of the first model whose weights changed, deployed over a file run() has loaded (cp -p):
+            # A release of the first model whose weights changed, deployed over a file run() has loaded (cp -p):
             # the same size and times, the same first 4 MiB and last MiB, the same CRC-32, the whole file's and each
             # of its files'; only the middle of its library differs.
             in_place = os.path.join({str(changed_release)!r}, "model.pt2")
@@ -7744,6 +7734,23 @@ def load_before_aoti(path: Path) -> Result:
                 out, torch.load({str(changed_release / "output.pt")!r}), atol=1e-6))),
                                         "old": bool(torch.allclose(out, outputs_race[0], atol=1e-6))}}))
             stop_unless(same)
+            # Last, as the costliest step (a wrong answer that fails before it does not pay for it): a server of many
+            # models, 1025 files (more than a cache sized for a few keeps: functools.lru_cache's 128, 256, 512, 1024),
+            # each a release of its own of one model (made from its package unpadded: a third of the bytes to write
+            # and read), run() on each in turn, then on each again: the second round loads nothing.
+            many = [os.path.join({str(elsewhere)!r}, "many", f"m{{n}}.pt2") for n in range(1025)]
+            behind = load_package({str(held[0])!r})
+            for n, name in enumerate(many):
+                release_of_its_own({str(models[0][1])!r}, name, f"many {{n}}")
+                with python_open(name, "rb") as file:
+                    stand_in_for[hashlib.sha256(file.read()).digest()] = behind
+            for name in many:
+                answer.run(name, x_race)
+            before, stood_in = len(models_mapped()), loads_stood_in[0]
+            same = all([torch.allclose(answer.run(name, x_race), outputs_race[0], atol=1e-6) for name in many])
+            print("MANY", json.dumps({{"grew": (grew := len(models_mapped()) - before + loads_stood_in[0] - stood_in),
+                                      "same": same}}))
+            stop_unless(grew == 0 and same)
             python_now = python_settings()
             print("PYTHON SETTINGS", json.dumps({{"changed": [what for what, was in python_found.items()
                                                            if python_now[what] != was]}}))

@@ -31,11 +31,11 @@ It calls `run`, in this order:
 - by one relative name from the folders of two releases in turn (a caller that changes its working directory);
 - on a release, then four times on it once torn (a copy cut off halfway, as a full disk or a killed deploy leaves
   it), then on it once a complete release is deployed over it;
-- on 1025 files in turn, twice;
 - from four threads at once, on a release no call has loaded, two by its name and two by a hard link to it (a
   server's requests in parallel);
-- last, on a file it has loaded, once a release of that model whose weights changed is deployed over it (the same
-  size, times, first 4 MiB and last MiB, and CRC-32, the whole file's and each of its files': only the middle differs).
+- on a file it has loaded, once a release of that model whose weights changed is deployed over it (the same size,
+  times, first 4 MiB and last MiB, and CRC-32, the whole file's and each of its files': only the middle differs);
+- last, on 1025 files in turn, twice.
 
 It checks each output (a tensor the caller can use as any other), the refusals, and:
 - that grad mode, the number of threads, the inter-op threads, whether denormal numbers flush to zero, float32 matmul

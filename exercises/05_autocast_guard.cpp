@@ -14,14 +14,15 @@
 // ones with a bfloat16 scale; float32 ones with a bfloat16 scale; float8_e5m2, float8_e5m2fnuz, float8_e4m3fn,
 // float8_e4m3fnuz and float8_e8m0fnu ones, one dtype a call; float16 ones with a float16 scale; float8_e4m3fn ones with
 // a float8_e4m3fn scale), on float64 inputs, on float64 xs with a bfloat16 scale, on bfloat16 xs with a scale on the
-// meta device (another device's) and on meta xs and on xs of a GPU (stand-in tensors whose device is cuda, then xpu: no
-// GPU needed) with a CPU scale, on int64, complex64, int8, uint8 and bool ones and on xs of two dtypes (which the CPU
-// kernel refuses) in the region, once with shapes it refuses, and once after the region; then in three more regions on
-// the same tensors, changed in between (in place under no_grad, then through `.data`). It records the dtypes the layers
-// below autocast receive, checks the results and gradients, whether the tensors it gave are freed after their calls (a
-// refused call's too), and compares the thread-local include and exclude sets, and autocast's own settings (its dtype,
-// its cast cache, whether it is on), before and after each call, the refused ones included. Last, a region on an empty
-// batch (bfloat16 xs with no rows). It also calls it on an empty xs, with a scale.
+// meta device (another device's) and on meta xs and on xs of a GPU (stand-in tensors whose device is cuda, then xpu,
+// then mps, hpu, privateuseone and others: no GPU needed) with a CPU scale, on int64, complex64, int8, uint8 and bool
+// ones and on xs of two dtypes (which the CPU kernel refuses) in the region, once with shapes it refuses, and once
+// after the region; then in three more regions on the same tensors, changed in between (in place under no_grad, then
+// through `.data`). It records the dtypes the layers below autocast receive, checks the results and gradients, whether
+// the tensors it gave are freed after their calls (a refused call's too), and compares the thread-local include and
+// exclude sets, and autocast's own settings (its dtype, its cast cache, whether it is on), before and after each call,
+// the refused ones included. Last, a region on an empty batch (bfloat16 xs with no rows). It also calls it on an empty
+// xs, with a scale.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -11,6 +11,7 @@ It calls `run`, in this order:
   CRC-32, Adler-32, and modification and change times), each again on its input's rows in reverse order, and with its
   middle row changed, while the caller flushes denormal numbers to zero, has chosen its float32 matmul precision and
   warns of nondeterministic kernels;
+- on the second file again, for a caller that set neither AOTI_RUNTIME_CHECK_INPUTS nor TMPDIR;
 - on the second file again after the first model was copied over it (a release deployed in place: a file of the same
   size, given the old file's time, as rsync -t and cp -p deploy), after two more releases deployed so within one
   second, through a link to that file after another;
@@ -39,12 +40,12 @@ It calls `run`, in this order:
 
 It checks each output (a tensor the caller can use as any other), the refusals, and:
 - that grad mode, the number of threads, the inter-op threads, whether denormal numbers flush to zero, float32 matmul
-  precision, deterministic algorithms (their warn-only mode too) and the random number generator's state are, after
-  each call and after your file is imported, as they were before it (the caller sets the number of threads after the
-  import);
+  precision, deterministic algorithms (their warn-only mode too), the default dtype and device, the working directory,
+  the file creation mask (umask) and the random number generator's state are, after each call and after your file is
+  imported, as they were before it (the caller sets the number of threads after the import);
 - that your file's import, and each call, leave the environment variables (os.environ, os.putenv) as they were;
-- that Python's warning filters and the loggers' levels are as they were before the import, both after it and once the
-  calls are done;
+- that Python's warning filters and hooks (warnings.showwarning) and the loggers' levels are as they were before the
+  import, both after it and once the calls are done;
 - that the calls write nothing in a release's folder, leave nothing they make anywhere but the temporary and home
   folders, and grow neither the temporary folder, nor the home folder (where a cache would go), nor the models the
   process keeps loaded: a model that no name the caller gives leads to any more (an old release behind a flipped link,

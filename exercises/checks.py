@@ -1010,6 +1010,7 @@ def _flushes_denormals() -> bool:
 def _process_state() -> dict:
     """What a kernel must leave as it found it, for the whole process: (its value, how to set it back)."""
     return {"torch's default dtype (torch.set_default_dtype)": (torch.get_default_dtype(), torch.set_default_dtype),
+            "torch's default device (torch.set_default_device)": (_default_device_set(), _set_default_device_back),
             "the number of threads (torch.set_num_threads)": (torch.get_num_threads(), torch.set_num_threads),
             "the random number generator's state (torch.manual_seed)": (torch.random.get_rng_state(),
                                                                         torch.random.set_rng_state),
@@ -1024,6 +1025,23 @@ def _process_state() -> dict:
                 _float32_matmul_precision(), _set_float32_matmul_precision),
             "whether oneDNN and cuDNN run, and how cuDNN chooses (torch.backends.mkldnn, torch.backends.cudnn)": (
                 _backend_switches(), _set_backend_switches)}
+
+
+def _default_device_set() -> tuple:
+    """What torch.set_default_device sets (torch/__init__.py): the thread's DeviceContext, and the device
+    torch.utils._device keeps for torch.compile (which guards compiled graphs on it). torch.get_default_device() reads
+    the thread's mode stack, which autograd's engine sets back after each node, so it misses a backward's change."""
+    import torch.utils._device
+
+    return getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None), torch.utils._device.CURRENT_DEVICE
+
+
+def _set_default_device_back(setting: tuple) -> None:
+    import torch.utils._device
+
+    # Not torch.set_default_device(...): it would exit the answer's DeviceContext, which may no longer be on the
+    # mode stack (autograd's engine took it off), and pop the caller's mode instead.
+    torch._GLOBAL_DEVICE_CONTEXT.device_context, torch.utils._device.CURRENT_DEVICE = setting
 
 
 def _float32_matmul_precision() -> str:
@@ -1424,6 +1442,29 @@ def _outer_in_threads(outer) -> str | None:
     return None
 
 
+def _meta_pairs_of_every_dtype() -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """For each dtype but float32 and float64 that torch names and of which a meta tensor can be made, in a fixed
+    order: two meta tensors of it, and one beside a float32 one, both ways round."""
+    import warnings
+
+    common = [torch.complex64, torch.float8_e4m3fn, torch.bfloat16, torch.int32, torch.bool]  # reported first
+    named = common + sorted({value for value in vars(torch).values() if isinstance(value, torch.dtype)}
+                            - set(common), key=str)
+    pairs = []
+    with warnings.catch_warnings():  # "experimental" (complex32), "deprecated" (quantized): made all the same
+        warnings.simplefilter("ignore")
+        for dtype in named:
+            if dtype in (torch.float32, torch.float64):  # the two outer takes: its CPU kernel would compute on meta
+                continue
+            try:
+                torch.empty(1, dtype=dtype, device="meta")
+            except (RuntimeError, TypeError, NotImplementedError):
+                continue
+            pairs += [(torch.empty(3, dtype=x, device="meta"), torch.empty(2, dtype=y, device="meta"))
+                      for x, y in ((dtype, dtype), (dtype, torch.float32), (torch.float32, dtype))]
+    return pairs
+
+
 @exercise("02.meta_kernel", "hard")
 def meta_kernel(path: Path) -> Result:
     load_cpp("exercise02_outer", path, label="your 02_meta_kernel.cpp")
@@ -1473,7 +1514,9 @@ def meta_kernel(path: Path) -> Result:
                  (torch.ones(3, device=meta), torch.ones(2, dtype=torch.half, device=meta)),
                  (torch.ones(3), torch.ones(2, device=meta)), (torch.tensor(2.0), torch.ones(2, device=meta)),
                  # and the other way round: a meta a, a CPU b
-                 (torch.ones(3, device=meta), torch.ones(2)), (torch.ones(3, device=meta), torch.tensor(2.0))]:
+                 (torch.ones(3, device=meta), torch.ones(2)), (torch.ones(3, device=meta), torch.tensor(2.0)),
+                 # every dtype: both inputs of it (float8 or complex, which a * b takes alone), and beside float32
+                 *_meta_pairs_of_every_dtype()]:
         try:
             kernel_at("CPU")(a, b)
             continue  # the CPU kernel takes them (the first check above says if it should not)
@@ -1481,7 +1524,7 @@ def meta_kernel(path: Path) -> Result:
             refusal = str(error).splitlines()[0]
         try:
             kernel_at("Meta")(a, b)
-        except RuntimeError:
+        except Exception:  # noqa: BLE001 - a refusal of any type (TORCH_CHECK_TYPE's is a TypeError)
             continue
         return Result(False, f"on a {_described(a)} tensor on {a.device} and a {_described(b)} tensor on {b.device}, "
                              f"your kernel returns a tensor, and the CPU kernel refuses them ({refusal}): "
@@ -4375,8 +4418,9 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
         if not received:
             return problem + (": the call never reached the keys below autocast that it carried (this check records "
                               "at the Python key, as torch.compile's modes do). A keyset made by hand leaves out keys "
-                              "the call had; the layers below must run sum_squares once (lesson 05, section 4; "
-                              "lesson 03, section 3)")
+                              "the call had, and a call made on another thread runs without this thread's state "
+                              "(its modes among it); the layers below must run sum_squares once, on the caller's "
+                              "thread (lesson 05, section 4; lesson 03, section 3)")
         if len(received) != 1:
             return problem + ": they must run sum_squares once (lesson 05, section 2)"
         if want == _F64:
@@ -4540,7 +4584,12 @@ def _sum_squares_scale_on_another_device(op) -> str | None:
                             ("of a GPU (a stand-in tensor whose device is cuda, no GPU needed)",
                              lambda: _OnAGpu((4,), _BF16)),
                             ("of an Intel GPU (a stand-in tensor whose device is xpu: neither CPU nor CUDA)",
-                             lambda: _OnAGpu((4,), _BF16, "xpu"))):
+                             lambda: _OnAGpu((4,), _BF16, "xpu")),
+                            # and every other device with an Autocast key of its own: a rule that lists the devices
+                            # not to cast, not the one to cast, misses some
+                            *((f"of another device (a stand-in tensor whose device is {device})",
+                               lambda device=device: _OnAGpu((4,), _BF16, device))
+                              for device in ("mps", "hpu", "privateuseone", "mtia", "maia", "xla", "ipu"))):
             what = f"inside autocast on the CPU, bfloat16 xs {where} and a bfloat16 scale on the CPU"
             now_doing(f"calling sum_squares on xs {where} and a CPU scale (a crash here alone: the call came back to "
                       "your kernel, forever? The key it excludes is the region's)")
@@ -5007,7 +5056,7 @@ def _checks_with_asserts(path: Path, as_what: str) -> Result | None:
     """A fake kernel's refusals as statements, not words: an assert, or code under __debug__ (`if __debug__:`), which
     python -O drops alike."""
     if any(isinstance(node, ast.Assert) or isinstance(node, ast.Name) and node.id == "__debug__"
-           for node in ast.walk(ast.parse(path.read_text()))):
+           for node in ast.walk(ast.parse(path.read_bytes()))):
         return Result(False, "your file checks with assert statements, or under __debug__: `python -O` removes both, "
                              "and a fake kernel that refuses only with assertions on then traces the calls eager "
                              f"refuses. Refuse with an error that always runs (torch._check, or raise), as {as_what}")
@@ -6800,7 +6849,9 @@ _SERVER_SETTINGS = ("number of threads (torch.set_num_threads)",
                     "ran)",
                     "flushing of denormal numbers to zero (torch.set_flush_denormal)",
                     "float32 matmul precision (torch.set_float32_matmul_precision)",
-                    "deterministic algorithms (torch.use_deterministic_algorithms)")
+                    "deterministic algorithms (torch.use_deterministic_algorithms)",
+                    "default dtype (torch.set_default_dtype)", "default device (torch.set_default_device)",
+                    "working directory (os.chdir)", "file creation mask (os.umask)")
 
 
 # 4 MiB: a package's first bytes, the same in every copy of one fill (_padded_package). A package starts with its
@@ -7117,9 +7168,12 @@ def load_before_aoti(path: Path) -> Result:
             answer = types.ModuleType("answer")  # from the file's text, as toolkit.load_python loads it
             answer.__file__ = {str(path)!r}
             def process_state():  # the settings _SERVER_SETTINGS names, in its order (denormal flushing has no getter)
+                mask = os.umask(0o022)  # read by setting it (there is no getter), and set back at once
+                os.umask(mask)
                 return [torch.get_num_threads(), torch.get_num_interop_threads(),
                         (torch.tensor([1e-40]) * 1.0).item() == 0.0, torch.get_float32_matmul_precision(),
-                        torch.are_deterministic_algorithms_enabled()]
+                        torch.are_deterministic_algorithms_enabled(), str(torch.get_default_dtype()),
+                        str(torch.get_default_device()), os.getcwd(), oct(mask)]
 
             # The process's clocks, which the check moves on an hour at its last step (a quiet night, in one step).
             import time as clock
@@ -7265,6 +7319,8 @@ def load_before_aoti(path: Path) -> Result:
                 levels = {{name or "root": [logging.getLogger(name).level, logging.getLogger(name).disabled]
                           for name in ("", "torch", "torch._inductor", "torch.export")}}
                 return {{"Python's warning filters (warnings.filters)": repr(warnings.filters),
+                        "Python's warning hooks (warnings.showwarning and formatwarning, as logging.captureWarnings "
+                        "replaces them)": repr([warnings.showwarning, warnings.formatwarning]),
                         "the loggers' levels (logging.getLogger(...).setLevel, logging.disable)":
                             repr([levels, logging.root.manager.disable])}}
 
@@ -7383,6 +7439,14 @@ def load_before_aoti(path: Path) -> Result:
                                                                                          atol=1e-6))),
                                              "middle": middle_same, "flushing kept": kept}}))
                 stop_unless(same and middle_same and kept)
+            # A caller that set neither AOTI_RUNTIME_CHECK_INPUTS nor TMPDIR (most servers): the call on the file of
+            # the last call, unchanged, leaves the environment as it found it as well (run_watched compares it).
+            unset = {{name: os.environ.pop(name) for name in ("AOTI_RUNTIME_CHECK_INPUTS", "TMPDIR")}}
+            try:
+                answer.run(model_pt2, x)
+            finally:
+                os.environ.update(unset)
+            stop_unless(not environment_changed)
             # A release deployed over the file of the last call, as a deployment replaces model.pt2 in place.
             (first, x_first, outputs), (second, _, _) = torch.load({str(Path(elsewhere) / "calls.pt")!r})
             stamp = os.stat(second)
@@ -7633,10 +7697,11 @@ def load_before_aoti(path: Path) -> Result:
                 float64_default = "" if torch.allclose(out, outputs_race[0], atol=1e-6) else "another output"
             except Exception as error:  # noqa: BLE001 - what the answer raised, said
                 float64_default = f"{{type(error).__name__}}: {{str(error).splitlines()[0][:160]}}"
+            default_after = str(torch.get_default_dtype())
             torch.set_default_dtype(torch.float32)
             print("READ RACED", json.dumps({{"served": served_read, "kept": read_kept,
-                                            "float64 default": float64_default}}))
-            stop_unless(served_read and read_kept and not float64_default)
+                                            "float64 default": float64_default, "default after": default_after}}))
+            stop_unless(served_read and read_kept and not float64_default and default_after == "torch.float64")
             import hashlib, zipfile
 
             def release_of_its_own(package, to, mark):  # the package's contents, its archive's comment `mark`
@@ -8065,6 +8130,12 @@ def load_before_aoti(path: Path) -> Result:
                              f"{read_raced[0]['float64 default']}: something run() makes takes the caller's default "
                              "dtype (torch.zeros, torch.randn without a dtype), which is the caller's, not the "
                              f"model's. Make what the model takes with the dtype it takes.{hint}.")
+    if read_raced and read_raced[0]["default after"] != "torch.float64":
+        return Result(False, "in the fresh Python, a caller whose default dtype is float64 (torch.set_default_dtype) "
+                             "called run() with float32 rows, and found its default dtype "
+                             f"{read_raced[0]['default after']} after the call: a setting of the whole process, which "
+                             "every tensor the caller makes from then on takes. run() changes nothing but its output: "
+                             f"what the model takes, it makes with the dtype it takes.{hint}.")
     if raced and raced[0]["idle grew"]:
         return Result(False, _mapped_more("run() on an unchanged file after an hour with no call (the process's clocks "
                                           "moved on)", raced[0]["idle grew"], "run() dropped an idle model and loaded "
@@ -9137,7 +9208,8 @@ def inplace_kernel(path: Path) -> Result:
 _HALF = (torch.float16, torch.bfloat16)
 
 
-_UPCAST_VIEWS = ("row_view", "first_row_counted")  # 10.upcast_mode's operators whose output is a view of x
+# 10.upcast_mode's operators an output of which is a view of x
+_UPCAST_VIEWS = ("row_view", "first_row_counted", "sum_and_first_row")
 
 
 def _upcast_operators(received: list) -> torch.library.Library:
@@ -9181,6 +9253,10 @@ def _upcast_operators(received: list) -> torch.library.Library:
         received.append(("first_row_counted", (x.dtype,)))
         count.fill_(x.shape[1])
         return x[0]
+
+    def sum_and_first_row(x):  # a new tensor first, then a view of x: a view in a later output, as no aten op has it
+        received.append(("sum_and_first_row", (x.dtype,)))
+        return x.sum(0), x[0]
 
     def minmax_out(x, *, min, max):
         refusing("minmax_out", x, min, max)
@@ -9261,6 +9337,7 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("take_rows(Tensor index, Tensor x) -> Tensor", take_rows, ()),
             ("row_view(Tensor(a) x, int i) -> Tensor(a)", row_view, ()),
             ("first_row_counted(Tensor(a) x, Tensor(b!) count) -> Tensor(a)", first_row_counted, ()),
+            ("sum_and_first_row(Tensor(a) x) -> (Tensor, Tensor(a))", sum_and_first_row, ()),
             ("minmax_out(Tensor x, *, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!), Tensor(b!))", minmax_out,
              (torch.Tag.out,)),
             ("scale_all_(Tensor(a!)[] xs, float s) -> ()", scale_all_, ()),
@@ -9344,6 +9421,12 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
     def view_of_x(out, args):
         if out.untyped_storage().data_ptr() != args[0][0].untyped_storage().data_ptr():
             return "the output shares no memory with the caller's `x`: a view of a float32 copy is not a view of x"
+        return None
+
+    def second_a_view_of_x(out, args):
+        if out[1].untyped_storage().data_ptr() != args[0][0].untyped_storage().data_ptr():
+            return ("the second output shares no memory with the caller's `x`, though the schema says it may "
+                    "(-> (Tensor, Tensor(a))): an operator any of whose outputs aliases an input runs as it is")
         return None
 
     return [
@@ -9481,6 +9564,8 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          lambda d: ((torch.tensor([0.0, 0.0, 1.0], dtype=d),), {}), ops.mean_number, number_as_returned),
         (f"centre_(mean, x), mean in float32 and x in {name}, both empty (every data pointer 0): a new output beside a "
          "written float32 argument", lambda d: ((torch.zeros(0), fresh(torch.zeros(0, 0), d)), {}), ops.centre_, same),
+        (f"sum_and_first_row(x) in {name}: a new tensor, then a view of x (-> (Tensor, Tensor(a)))",
+         lambda d: ((fresh(x, d),), {}), ops.sum_and_first_row, second_a_view_of_x),
     ]
 
 

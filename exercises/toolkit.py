@@ -275,7 +275,7 @@ def read_literal(path: Path, name: str, what: str, valid: Callable[[object], boo
     that states a fact (a path, a list of calls) must not be computed with the tools the check itself uses. Raises
     Diagnosis unless it is written out as `what` and `valid` accepts it."""
     try:
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = ast.parse(path.read_bytes(), filename=str(path))  # bytes: decoded as Python decodes them (a coding line)
     except SyntaxError as error:
         raise Diagnosis(f"Python cannot parse your file (line {error.lineno}): {error.msg}") from None
     values = [node.value for node in tree.body

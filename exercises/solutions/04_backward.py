@@ -12,10 +12,10 @@ backwards, on meta tensors, and on fake ones (torch.compile tracing the backward
 then double backward (0 included), gradcheck and gradgradcheck: backward must itself be differentiable. Backward must
 leave the tensors it receives as they are (a large one of 4M elements too, and one that two nodes share), keep no tensor
 between calls (nor in a module variable while it runs: two threads run backward at once), and leave the settings of the
-process and thread (default dtype, threads, flushing of denormal numbers, random numbers, anomaly detection, print
-options, Python's warning filters and loggers) as it found them; when x is changed in place after forward (transposed,
-float16 or bfloat16 too), backward must be refused, as it is for torch's own operators, and a fresh forward on the
-changed x must give its gradient; when the output is changed in place after forward, backward must still give x's
+process and thread (default dtype and device, threads, flushing of denormal numbers, random numbers, anomaly detection,
+print options, Python's warning filters and loggers) as it found them; when x is changed in place after forward
+(transposed, float16 or bfloat16 too), backward must be refused, as it is for torch's own operators, and a fresh forward
+on the changed x must give its gradient; when the output is changed in place after forward, backward must still give x's
 gradient. Then a third derivative (0 included), a batched backward (autograd.grad's is_grads_batched=True, as
 jacobian(vectorize=True) runs it), a backward with create_graph=True after a plain one on the same graph, and a call
 under torch.autograd.graph.saved_tensors_hooks (what save_on_cpu and activation checkpointing use), which must see what

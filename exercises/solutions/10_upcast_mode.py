@@ -17,9 +17,10 @@ TorchDispatchMode under which no kernel sees a float16 or bfloat16 tensor, and n
   memory (so that its views, and the tensor it is a view of, see it) with its version counter moved (a backward that
   saved it must refuse, as it does after the same call in float32 without the mode), and an output that is that argument
   is the caller's tensor itself, as it would be without the mode;
-- an operator whose output shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view, or a list of them)
-  runs as it is: a view of a float32 copy would share nothing with the caller's tensor; and so does one that changes
-  an argument's view of memory in place (tagged torch.Tag.inplace_view: t_, as_strided_ and set_ among others);
+- an operator any output of which shares storage with an argument (`Tensor(a) x -> Tensor(a)`, a view, first or not,
+  or a list of them) runs as it is: a view of a float32 copy would share nothing with the caller's tensor; and so does
+  one that changes an argument's view of memory in place (tagged torch.Tag.inplace_view: t_, as_strided_ and set_
+  among others);
 - the mode's own work (its casts, and its writes into the caller's tensors) is made as calls the modes below it see:
   make_fx, run on a function that uses the mode (on real tensors, and on fake ones of symbolic sizes, as torch.compile
   traces), must record a graph that computes from its inputs, and writes where the call writes. It keeps nothing between

@@ -4,15 +4,16 @@
 // (as numpy.multiply.outer): out[i..., j...] = a[i...] * b[j...], of shape a.shape + b.shape. Its CPU kernel is
 // written. Its Meta kernel, which torch.compile and torch.export run on fake tensors to learn the output's shape,
 // dtype, device and strides, is wrong. Fix it. The check calls it on meta tensors of ranks 0 to 6 (and outputs of rank
-// 64 and 65, and of 2**31 and 2**32 elements), empty, transposed and channels_last ones included, with every pair of
-// dtypes the CPU kernel accepts, and compares its output with the CPU kernel's (shape, dtype, device, strides where
-// they matter: as torch compares them, those of dimensions longer than 1 in a tensor with elements; a new tensor at
-// each call, neither a view (of an input, or of a tensor the kernel made) nor an inference tensor). It must refuse what
-// the CPU kernel refuses (the check tries other dtypes, and a CPU tensor with a meta one). Under
-// torch.compile(dynamic=True) sizes are symbols: the check compiles a function that calls it once, for three sizes, and
-// calls it on sizes no trace knows (the count of x[x > 0], an unbacked symbol: in `a`, in `b` and in both) and from
-// four threads at once; sparse (COO, CSR) and mkldnn CPU tensors, which no kernel of outer's computes for, must find
-// none (nor may CUDA tensors, nor sparse fake ones, as torch.compile traces them: the check reads the dispatch table).
+// 64 and 65, of 2**31 and 2**32 elements, and with a stride of 2**32), empty, transposed and channels_last ones
+// included, with every pair of dtypes the CPU kernel accepts, and compares its output with the CPU kernel's (shape,
+// dtype, device, strides where they matter: as torch compares them, those of dimensions longer than 1 in a tensor with
+// elements; a new tensor at each call, neither a view (of an input, or of a tensor the kernel made) nor an inference
+// tensor). It must refuse what the CPU kernel refuses (the check tries other dtypes, and a CPU tensor with a meta one).
+// Under torch.compile(dynamic=True) sizes are symbols: the check compiles a function that calls it once, for three
+// sizes, and calls it on sizes no trace knows (the count of x[x > 0], an unbacked symbol: in `a`, in `b` and in both)
+// and from four threads at once; sparse (COO, CSR) and mkldnn CPU tensors, which no kernel of outer's computes for,
+// must find none (nor may CUDA tensors, nor sparse fake ones, as torch.compile traces them: the check reads the
+// dispatch table).
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>

@@ -16,13 +16,14 @@ flags, the default dtype, its TorchDispatchModes, autocast's cast cache, __torch
 mode, garbage collection, torch's threads, Python's thread switch interval as they are), and they alone: the caller's
 modes see no operator of your own. A timer's error passes through. A measurement leaves the process's settings (garbage
 collection: on or off, its thresholds, callbacks and debug flags, frozen objects; torch's threads; Python's, numpy's and
-torch's random numbers, CUDA's seeds included; the process's priority and scheduling policy; the interpreter's thread
-switch interval, trace and profile functions (cProfile's too); the CPUs the process may run on; faulthandler's watchdog;
-whether denormal numbers flush to zero; cuDNN's and oneDNN's flags, deterministic algorithms, float32 matmul precision,
-anomaly detection; the warning filters, the levels of log messages switched off and each logger's level; Python's memory
-tracing, tracemalloc; its standard streams; torch's default dtype; the environment variables, which the processes it
-starts inherit) as it found them, for the threads started while it times, and those that ran before it, too, and when a
-timer raises; so does importing your file.
+torch's random numbers, CUDA's seeds included; numpy's handling of floating-point errors (numpy.seterr); the process's
+priority and scheduling policy; the interpreter's thread switch interval, trace and profile functions (cProfile's too);
+the CPUs the process may run on; faulthandler's watchdog; whether denormal numbers flush to zero; cuDNN's and oneDNN's
+flags, deterministic algorithms, float32 matmul precision, anomaly detection; the warning filters, the levels of log
+messages switched off and each logger's level; Python's memory tracing, tracemalloc; its standard streams; torch's
+default dtype; the environment variables, which the processes it starts inherit) as it found them, for the threads
+started while it times, and those that ran before it, too, and when a timer raises; so does importing your file. Threads
+it starts end with it.
 """
 
 import statistics

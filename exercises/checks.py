@@ -1578,9 +1578,13 @@ def meta_kernel(path: Path) -> Result:
                              "several?), and a call on those tensors returns a tensor that holds no product. A Meta "
                              "kernel is registered at Meta (lesson 02, section 2)")
     # Outputs of 2**31 and 2**32 elements, past any 32-bit count: a meta tensor holds no memory, and the CPU kernel
-    # computes them where memory allows, so torch.compile and export must be able to trace them.
-    for n, m in ((2**16, 2**15), (2**16, 2**16)):
-        what = f"on meta tensors of {n} and {m} elements (an output of 2**{(n * m).bit_length() - 1} elements)"
+    # computes them where memory allows, so torch.compile and export must be able to trace them. Then one whose first
+    # stride is 2**32, past any 32-bit stride.
+    for (n,), m in (((2**16,), (2**15,)), ((2**16,), (2**16,)), ((4,), (2**16, 2**16))):
+        elements = n * math.prod(m)
+        what = (f"on meta tensors of {n} and {m[0]} elements (an output of 2**{elements.bit_length() - 1} elements)"
+                if len(m) == 1 else f"on meta tensors of shapes [{n}] and {list(m)} (an output of "
+                f"2**{elements.bit_length() - 1} elements, whose first stride is 2**32)")
         try:
             fake = outer(torch.empty(n, device="meta"), torch.empty(m, device="meta"))
         except Exception as error:  # noqa: BLE001 - a C++ exception arrives as whichever Python error torch maps it to
@@ -1589,7 +1593,7 @@ def meta_kernel(path: Path) -> Result:
                                  "computes the output where memory allows), so a compiled or exported model would "
                                  "refuse what eager runs. The Meta kernel refuses what the CPU kernel refuses, and "
                                  "nothing more (lesson 02, section 2)")
-        if (tuple(fake.shape), fake.stride(), fake.dtype) != ((n, m), (m, 1), torch.float32):
+        if (tuple(fake.shape), fake.stride(), fake.dtype) != ((n, *m), (math.prod(m), *m[1:], 1), torch.float32):
             return Result(False, f"{what} your kernel gives shape {list(fake.shape)}, strides {list(fake.stride())}, "
                                  f"{fake.dtype}: not the CPU kernel's output (lesson 02, section 2)")
     # Nor a decision about them: a guard (a fast path for large outputs, say) holds the graph to one side of it, and
@@ -3517,13 +3521,16 @@ def _above_autograd_once(library, name: str, call, what: str, expected: torch.Te
 def redispatch(path: Path) -> Result:
     import time
 
-    ran, conjugate_bit, given = [], [], []
+    ran, conjugate_bit, given, guarded = [], [], [], []
 
     def kernel(key: str):  # the kernels below autograd, each recording that it ran, and what it was given
         def run(x):
             _switch_threads_below_autograd()  # another thread may run now (_keyset_kept_apart)
             ran.append(key)
             given.append(type(x).__name__)
+            # Whether the aten calls a kernel makes inside (a view, a write) would skip ADInplaceOrView, as they do
+            # under torch's own autograd kernels' guard.
+            guarded.append(torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.ADInplaceOrView))
             # A kernel that reads memory needs their fallbacks first: conjugate and negative views, a ZeroTensor.
             conjugate_bit.append(x.is_conj() or x.is_neg() or x._is_zerotensor())
             with torch._C._AutoDispatchBelowAutograd():  # as a C++ kernel computes: no autograd inside, no tangent
@@ -3574,11 +3581,13 @@ def redispatch(path: Path) -> Result:
                   ("a 0-dim CPU tensor that requires grad (a learnable scale), inside a TorchDispatchMode",
                    lambda: torch.tensor(1.5, requires_grad=True), _recording_mode, "CPU")]
         more_seen = None  # (the case, what the mode saw) where it saw more than the call
+        unguarded = None  # the first case whose CPU kernel ran with ADInplaceOrView on the thread
         alive = []  # every case's x, until the check ends: none lands in an earlier one's memory, or gets its id()
         for what, make, context, key in cases:
             x = make()
             alive.append(x)
             ran.clear()
+            guarded.clear()
             conjugate_bit.clear()
             autograd_runs.clear()
             try:
@@ -3634,6 +3643,8 @@ def redispatch(path: Path) -> Result:
                                      f"and {_PASSING_ON}")
             if mode is not None and (seen := [name for name, _ in mode.calls]) != ["exercise.scale2.default"]:
                 more_seen = more_seen or (what, seen)  # said last: a diagnosis below may name the cause
+            if key == "CPU" and guarded and not all(guarded):
+                unguarded = unguarded or what
             if any(conjugate_bit):
                 bit, key_skipped = (("conjugate", "Conjugate") if x.is_conj() else ("zero", "ZeroTensor")
                                     if x._is_zerotensor() else ("negative", "Negative"))
@@ -3825,6 +3836,16 @@ def redispatch(path: Path) -> Result:
                                  "shows it the call alone: every other call is work each call does, and what every "
                                  "trace of the program records (torch.compile's, a profiler's). Forward needs the call "
                                  f"below autograd, and nothing more.\nLook again at {_PASSING_ON}")
+        if unguarded:
+            return Result(False, f"on {unguarded}, scale2's CPU kernel ran with ADInplaceOrView not excluded on the "
+                                 "thread: the aten calls a backend kernel makes inside it (one built from aten ops) "
+                                 "go through autograd's view and version tracking again, so a kernel that ends in a "
+                                 "view (a reshape, a .t()) hands back a view made inside your Function, which the "
+                                 "caller may not write into, and one that writes in place moves a version counter. "
+                                 "torch's own autograd kernels hand the call on under a guard that excludes "
+                                 "ADInplaceOrView and every autograd key for everything below them "
+                                 "(at::AutoDispatchBelowADInplaceOrView: torch/csrc/autograd/generated/VariableType*.cpp"
+                                 f", written by tools/autograd/gen_variable_type.py).\nLook again at {_PASSING_ON}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
                             "mode's key and those of conjugate and negative views kept, with a gradient; the thread's "
                             "state as it was, after a refused call too")
@@ -4530,6 +4551,16 @@ def _sum_squares_float64_beside_bfloat16(op) -> str | None:
         "float64 as it is, so the CPU kernel refuses the two dtypes, as it does without autocast")
 
 
+def _sum_squares_long_xs(op) -> str | None:
+    """Nine bfloat16 tensors in xs, and a bfloat16 scale, in a region: every tensor of xs is cast, however many there
+    are (a cast of the first few, a buffer of fixed size, passes on calls of two or three)."""
+    xs = [torch.full((4,), float(n + 1)).to(_BF16) for n in range(9)]
+    with torch.autocast("cpu"):
+        return _sum_squares_first_call_below(
+            op, xs, torch.ones(4, dtype=_BF16), "inside autocast, xs of nine bfloat16 tensors and a bfloat16 scale",
+            [_F32] * 10, "every eligible tensor of xs is cast, however many xs holds")
+
+
 def _sum_squares_mixed_xs(op) -> str | None:
     """xs of two dtypes in a region (a bfloat16 tensor beside a float64 one, beside an int64 one), which the CPU kernel
     refuses: autocast casts each eligible tensor on its own, and leaves the others as they are, so the kernel refuses
@@ -4746,7 +4777,8 @@ def autocast_guard(path: Path) -> Result:
                 return Result(False, problem)
     if problem := (_sum_squares_fresh_tensors(op) or _sum_squares_inputs_freed(op)
                    or _sum_squares_in_threads(op) or _sum_squares_empty_batch(op)
-                   or _sum_squares_scale_on_another_device(op) or _sum_squares_cast_cache_kept(op)):
+                   or _sum_squares_scale_on_another_device(op) or _sum_squares_cast_cache_kept(op)
+                   or _sum_squares_long_xs(op)):
         return Result(False, problem)
     # An empty xs and a bfloat16 scale (the CPU kernel refuses an empty xs; a kernel below that takes one runs in the
     # dtype it receives): the scale is cast whatever xs holds. Last: what an answer does with an empty xs otherwise is
@@ -6025,6 +6057,7 @@ def _layer_cost_settings() -> dict:
             "the interpreter's thread switch interval (sys.setswitchinterval)": sys.getswitchinterval(),
             "numpy's random numbers (numpy.random.seed)": (
                 _numpy_random_state(sys.modules["numpy"]) if "numpy" in sys.modules else None),
+            _NUMPY_ERRORS: sys.modules["numpy"].geterr() if "numpy" in sys.modules else None,
             "the process's priority (os.nice)": (
                 os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None),
             "the process's scheduling policy (os.sched_setscheduler)": (
@@ -6051,6 +6084,7 @@ def _layer_cost_settings() -> dict:
 
 
 _ONEDNN = "oneDNN's flags (torch.backends.mkldnn: which CPU convolution kernels a call runs)"
+_NUMPY_ERRORS = "numpy's handling of floating-point errors (numpy.seterr: warn, raise or ignore an overflow)"
 _LOGGER_LEVELS = "the levels of Python's loggers (logging.getLogger(name).setLevel)"
 
 
@@ -6118,7 +6152,7 @@ _LAYER_COST_FIRST = ("torch's threads", "the process's priority (os.nice)",
                      "torch's deterministic algorithms (torch.use_deterministic_algorithms)",
                      "float32 matmul precision (torch.set_float32_matmul_precision)",
                      "autograd's anomaly detection (torch.autograd.set_detect_anomaly)", _ENVIRONMENT, _ONEDNN,
-                     _LOGGER_LEVELS)
+                     _LOGGER_LEVELS, _NUMPY_ERRORS)
 
 
 def _layer_cost_in_threads(answer) -> str | None:
@@ -6283,6 +6317,22 @@ def _layer_cost_watchdog_kept(answer) -> str | None:
                 "started or stopped a thread of C's, faulthandler's watchdog (dump_traceback_later)? A process has one "
                 "watchdog: arming one replaces the caller's, and cancel_dump_traceback_later() cancels the caller's "
                 "too. A measurement leaves the process's settings as it found them")
+    return None
+
+
+def _layer_cost_threads_left(answer) -> str | None:
+    """A thread the measurement starts (a watchdog, a sampler) ends with it: one left running after it returns runs on
+    in the caller's process, and does what it was started for (warns, times out) when no measurement runs."""
+    import threading
+
+    before = set(threading.enumerate())
+    timer = FakeTimer(0.4, seed=17)
+    answer(timer.with_layer, timer.without, 15)
+    if left := [thread for thread in threading.enumerate() if thread not in before and thread.is_alive()]:
+        return (f"after your function returned, {len(left)} thread(s) it started still ran ({left[0].name}, a "
+                f"{type(left[0]).__name__}): a measurement's threads end with it (a threading.Timer cancelled, a "
+                "thread joined), or they run on in the caller's process, and do what they were started for when no "
+                "measurement runs")
     return None
 
 
@@ -6812,7 +6862,7 @@ def layer_cost(path: Path) -> Result:
                              "timeit does to garbage collection, it undoes in a finally)")
     if wrong := (_layer_cost_keeps_warn_only(answer) or _layer_cost_warning_as_error(answer)
                  or _layer_cost_keeps_flush_denormal(answer) or _layer_cost_keeps_c_profiler(answer)
-                 or _layer_cost_thread_started_meanwhile(answer)):
+                 or _layer_cost_thread_started_meanwhile(answer) or _layer_cost_threads_left(answer)):
         return Result(False, wrong)
     if torch.get_num_interop_threads() != interop:
         return Result(False, f"after your function ran, torch's inter-op threads went from {interop} to "
@@ -8802,6 +8852,10 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "two channels_last 2 x 3 x 4 x 5 tensors into an `out` of 120 elements in one dimension (as many elements as "
         "the product, another shape: aten lays out the `out` it resizes as the product)": lambda to: (
             to(images), to(images * 2), to(torch.ones(120))),
+        "two int8 tensors whose product overflows int8 (100 times 100), into an int16 `out` (the product wraps in "
+        "int8, its dtype, and is then stored)": lambda to: (
+            to(torch.tensor([100, 7], dtype=torch.int8)), to(torch.tensor([100, 3], dtype=torch.int8)),
+            to(torch.zeros(2, dtype=torch.int16))),
     }
     refused = {
         "a 4 x 5 CPU tensor as `other`": ("other", lambda to: (to(x), y, to(z))),
@@ -9183,7 +9237,8 @@ def _mul_out_problems() -> list[str]:
             problems.append(f"{how}: out is {out.cpu().item()!r}, where aten's mul gives {want.item()!r}: torch "
                             "wraps a Python number, and a wrapped number ranks below every tensor, a 0-dim one "
                             "too: it changes the product's dtype only by a higher kind (an integer x times 0.1 is the "
-                            "default float dtype's), never to float64 by its own precision")
+                            "default float dtype's), never to float64 by its own precision; and the product is "
+                            "computed, and rounded, in that dtype before `out` stores it in its own")
     return problems
 
 
@@ -10110,6 +10165,19 @@ def upcast_mode(path: Path) -> Result:
                                  "backward refuses. A call the mode hands on as it is loses that count too. While "
                                  "__torch_dispatch__ runs, which keys are excluded, and what does that make of a "
                                  f"write?{hint}")
+        del product
+        # And a call with no half tensor that writes, then raises: its write counts all the same.
+        weight, x = torch.ones(3, requires_grad=True), torch.tensor([1.0, 2.0, 3.0])
+        product = weight * x
+        before = x._version
+        with contextlib.suppress(RuntimeError), mode:  # fill_then_fail_'s own error
+            torch.ops.exercise.fill_then_fail_(x)
+        if x._version == before:
+            return Result(False, "fill_then_fail_(x) (it writes x[:2], then raises) on a float32 x that autograd had "
+                                 "saved (weight * x, weight requiring grad), a call with no half tensor: x's version "
+                                 "counter did not move, so product.sum().backward() runs on the new x and gives weight "
+                                 "a wrong gradient, where the same call without the mode moves it, and backward "
+                                 "refuses. A write counts whether the call then returns or raises" + hint)
         del product
     finally:
         library._destroy()

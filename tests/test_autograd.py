@@ -2,6 +2,7 @@
 checked by gradcheck and gradgradcheck in float64 with warnings as errors, so no gradient may come from torch's
 deprecated autograd fallback; in-place and out= semantics under autograd."""
 
+import contextlib
 import warnings
 
 import pytest
@@ -165,3 +166,37 @@ def test_matmul_backward_computes_only_the_gradients_asked_for(workbook, needed)
 def test_no_grad_inputs_give_no_graph(workbook):
     a, b = (t.detach() for t in leaves("matmul"))
     assert workbook.matmul(a, b).grad_fn is None
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["redispatch alone", "redispatch under the guard"])
+def test_an_autograd_kernel_hands_on_under_the_guard_or_a_view_returning_kernel_gives_a_functions_view(guarded):
+    """Lesson 04's guard (and exercise 04.redispatch): a Python Autograd kernel whose Function redispatches below
+    autograd without torch._C._AutoDispatchBelowADInplaceOrView() lets the aten calls of the backend kernel below go
+    through autograd and ADInplaceOrView again: a kernel that ends in a view hands back a view made inside the
+    Function, which the caller may not write into. Under the guard, as torch's own autograd kernels hand on, it may."""
+    with torch.library._scoped_library("test_guard", "FRAGMENT") as lib:
+        lib.define("scale2(Tensor x) -> Tensor")
+        op = torch.ops.test_guard.scale2.default
+        lib.impl("scale2", lambda x: (x * 2).reshape(-1).view(x.shape), "CPU")  # ends in a view
+
+        class Scale2(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, keyset, x):
+                with torch._C._AutoDispatchBelowADInplaceOrView() if guarded else contextlib.nullcontext():
+                    return op.redispatch(keyset & torch._C._after_autograd_keyset, x)
+
+            @staticmethod
+            def backward(ctx, grad):
+                return None, 2 * grad
+
+        lib.impl("scale2", lambda keyset, x: Scale2.apply(keyset, x), "Autograd", with_keyset=True)
+        x = torch.randn(3, 4, requires_grad=True)
+        y = op(x)
+        assert y._is_view() is not guarded
+        if not guarded:
+            with pytest.raises(RuntimeError, match="Output 0 of Scale2 is a view and is being modified inplace"):
+                y.add_(1)
+            return
+        y.add_(1)
+        y.sum().backward()
+        assert torch.equal(x.grad, torch.full((3, 4), 2.0))

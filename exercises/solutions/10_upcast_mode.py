@@ -90,9 +90,10 @@ class Upcast(TorchDispatchMode):
         views = (any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
                  or torch.Tag.inplace_view in func.tags)
         if not halves or views:
-            result = func(*args, **kwargs)
-            _count_writes(schema, args, kwargs)
-            return result
+            try:
+                return func(*args, **kwargs)
+            finally:  # what the kernel wrote before it raised counts too
+                _count_writes(schema, args, kwargs)
         (half,) = halves
         # The mode is off while this method runs: .float() and copy_ below go straight to their kernels.
         upcast_args, upcast_kwargs = tree_map(_float32, args), tree_map(_float32, kwargs)

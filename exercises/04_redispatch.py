@@ -4,21 +4,21 @@
 kernel is written in Python (below, registered at the Autograd key with the call's keyset: lesson 03, section 3, says
 how, in C++ and in Python). As written, Scale2's forward calls the operator again, and the call comes back to the
 Autograd kernel, forever. Fix forward so that the call runs the operator's kernels below autograd, once, on the call's
-own backend, as torch's own autograd kernels hand a call on: with autograd and ADInplaceOrView off for the calls those
-kernels make in turn (lesson 04, section 1: why the guard). The check calls it on CPU, meta and sparse tensors, with and
-without requires_grad, twice, and inside a TorchDispatchMode, which must see the call (an empty input's and a 0-dim
-one's too); then on a nested and an mkldnn tensor, whose keysets hold AutogradNestedTensor and AutogradOther
-(`torch._C._dispatch_keys(x)` prints them), on a complex tensor (its gradient too, under a loss that gives the output a
-complex one), its conjugate and a negative view, on a sparse CSR tensor, which no kernel takes, on a dual tensor
-(forward-mode AD, inside torch.no_grad() too, with a tangent of a tensor subclass, and one that requires grad: the right
-tangent, recorded, the caller's left as it was, or a refusal), on a tensor subclass with `__torch_dispatch__` (torch's
-TwoTensor), from two threads at once, and in an autocast region under an AutocastCPU kernel that hands the call on by
-its keyset, and with a kernel at ADInplaceOrView too (an in-place or view operator has one). Each call, the refused one
-too, must leave the thread's dispatch state as it found it, and backward must stay differentiable (create_graph=True),
-leave the gradient it receives as it is, keep nothing it does not need (x and the output may change after the call, and
-the memory of x, and of the output, is freed when the caller drops it, while the graph lives on), take a gradient that
-arrives undefined (a node below that gives none; on meta tensors too) or sparse for a dense x, and leave no cycle that
-keeps the output alive.
+own backend, as torch's generated autograd kernels of functional operators hand a call on: with autograd and
+ADInplaceOrView off for the calls the kernels below it make in turn (lesson 04, section 1: why the guard). The check
+calls it on CPU, meta and sparse tensors, with and without requires_grad, twice, and inside a TorchDispatchMode, which
+must see the call (an empty input's and a 0-dim one's too); then on a nested and an mkldnn tensor, whose keysets hold
+AutogradNestedTensor and AutogradOther (`torch._C._dispatch_keys(x)` prints them), on a complex tensor (its gradient
+too, under a loss that gives the output a complex one), its conjugate and a negative view, on a sparse CSR tensor, which
+no kernel takes, on a dual tensor (forward-mode AD, inside torch.no_grad() too, with a tangent of a tensor subclass, and
+one that requires grad: the right tangent, recorded, the caller's left as it was, or a refusal), on a tensor subclass
+with `__torch_dispatch__` (torch's TwoTensor), from two threads at once, and in an autocast region under an AutocastCPU
+kernel that hands the call on by its keyset, and with a kernel at ADInplaceOrView too (an in-place or view operator has
+one). Each call, the refused one too, must leave the thread's dispatch state as it found it, and backward must stay
+differentiable (create_graph=True), leave the gradient it receives as it is, keep nothing it does not need (x and the
+output may change after the call, and the memory of x, and of the output, is freed when the caller drops it, while the
+graph lives on), take a gradient that arrives undefined (a node below that gives none; on meta tensors too) or sparse
+for a dense x, and leave no cycle that keeps the output alive.
 """
 
 import torch

@@ -3581,7 +3581,7 @@ def redispatch(path: Path) -> Result:
                   ("a 0-dim CPU tensor that requires grad (a learnable scale), inside a TorchDispatchMode",
                    lambda: torch.tensor(1.5, requires_grad=True), _recording_mode, "CPU")]
         more_seen = None  # (the case, what the mode saw) where it saw more than the call
-        unguarded = None  # the first case whose CPU kernel ran with ADInplaceOrView on the thread
+        unguarded = None  # (the first case, its kernel) that ran with ADInplaceOrView on the thread
         alive = []  # every case's x, until the check ends: none lands in an earlier one's memory, or gets its id()
         for what, make, context, key in cases:
             x = make()
@@ -3643,8 +3643,8 @@ def redispatch(path: Path) -> Result:
                                      f"and {_PASSING_ON}")
             if mode is not None and (seen := [name for name, _ in mode.calls]) != ["exercise.scale2.default"]:
                 more_seen = more_seen or (what, seen)  # said last: a diagnosis below may name the cause
-            if key == "CPU" and guarded and not all(guarded):
-                unguarded = unguarded or what
+            if guarded and not all(guarded):  # every backend's kernel: a meta one, a sparse one
+                unguarded = unguarded or (what, key)
             if any(conjugate_bit):
                 bit, key_skipped = (("conjugate", "Conjugate") if x.is_conj() else ("zero", "ZeroTensor")
                                     if x._is_zerotensor() else ("negative", "Negative"))
@@ -3837,15 +3837,17 @@ def redispatch(path: Path) -> Result:
                                  "trace of the program records (torch.compile's, a profiler's). Forward needs the call "
                                  f"below autograd, and nothing more.\nLook again at {_PASSING_ON}")
         if unguarded:
-            return Result(False, f"on {unguarded}, scale2's CPU kernel ran with ADInplaceOrView not excluded on the "
-                                 "thread: the aten calls a backend kernel makes inside it (one built from aten ops) "
-                                 "go through autograd's view and version tracking again, so a kernel that ends in a "
-                                 "view (a reshape, a .t()) hands back a view made inside your Function, which the "
-                                 "caller may not write into, and one that writes in place moves a version counter. "
-                                 "torch's own autograd kernels hand the call on under a guard that excludes "
-                                 "ADInplaceOrView and every autograd key for everything below them "
-                                 "(at::AutoDispatchBelowADInplaceOrView: torch/csrc/autograd/generated/VariableType*.cpp"
-                                 f", written by tools/autograd/gen_variable_type.py).\nLook again at {_PASSING_ON}")
+            return Result(False, f"on {unguarded[0]}, scale2's {unguarded[1]} kernel ran with ADInplaceOrView not "
+                                 "excluded on the thread: the aten calls a backend kernel makes inside it (one built "
+                                 "from aten ops) go through autograd's view and version tracking again, so a kernel "
+                                 "whose last call returns a view (a .t(); a reshape where the strides allow one) hands "
+                                 "back a view made inside your Function, which the caller may not write into in place "
+                                 "while autograd records, and one that writes in place moves a version counter. "
+                                 "torch's generated autograd kernels of functional operators (mm, mul) hand the call "
+                                 "on under a guard that excludes ADInplaceOrView and every autograd key for the calls "
+                                 "made below them (at::AutoDispatchBelowADInplaceOrView: emit_call in "
+                                 "torchgen/packaged/autograd/gen_variable_type.py).\nLook again at lesson 04, section "
+                                 f"1 (why the guard), and {_PASSING_ON}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
                             "mode's key and those of conjugate and negative views kept, with a gradient; the thread's "
                             "state as it was, after a refused call too")
@@ -4696,7 +4698,7 @@ def _sum_squares_cast_cache_kept(op) -> str | None:
 
 @exercise("05.autocast_guard", "hard", on_crash=_autocast_guard_crash)
 def autocast_guard(path: Path) -> Result:
-    load_cpp("exercise05_sum_squares", path, label="your 05_autocast_guard.cpp")
+    library_file = load_cpp("exercise05_sum_squares", path, label="your 05_autocast_guard.cpp")
     if not hasattr(torch.ops.exercise05, "sum_squares"):
         return Result(False, "your file defines no exercise05::sum_squares, the operator the task gives you. A copy of "
                              "an earlier version of this exercise? start() keeps a copy it finds: delete yours from "
@@ -4819,11 +4821,39 @@ def autocast_guard(path: Path) -> Result:
                              "excludes other devices' Autocast keys too (all of them at once?), so every call the "
                              "layers below make leaves the caller's XPU (or CUDA) region. A kernel excludes its own "
                              "key, AutocastCPU, and nothing else (lesson 05, section 2).")
+    if wrong := _sum_squares_first_call_of_a_process_elsewhere(library_file):
+        return Result(False, wrong)
     return Result(True, (
         "float32 below autocast for every eligible input, xs and scale, float8 too, in one region and again in a "
         "second one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's "
         "dispatch state as it was; on values changed in place and through .data; new tensors in freed memory, the "
         "tensors freed after their calls, and four threads at once"))
+
+
+def _sum_squares_first_call_of_a_process_elsewhere(library_file: Path) -> str | None:
+    """In a process of its own whose first call of sum_squares, in a region, has xs on the meta device (a GPU's alike)
+    beside a CPU scale: a later call on CPU bfloat16 xs is cast as ever. What the kernel decides, it decides per call,
+    not once for the process (a static variable set at the first call)."""
+    from helpers import isolated
+
+    done = isolated.run(f"""
+        import torch
+        torch.ops.load_library({str(library_file)!r})
+        op = torch.ops.exercise05.sum_squares
+        with torch.autocast("cpu"):
+            try:
+                op([torch.ones(4, dtype=torch.bfloat16, device="meta")] * 2, torch.ones(4, dtype=torch.bfloat16))
+            except Exception:  # two devices below autocast: refused there
+                pass
+            print(op([torch.ones(4, dtype=torch.bfloat16)] * 2, None).dtype)
+    """)
+    if done.returncode != 0 or done.stdout.strip() == "torch.float32":
+        return None  # a crash there is the crash the cases above report
+    return ("in a process of its own whose first call of sum_squares, in a region, had xs on the meta device beside "
+            f"a CPU scale (as a GPU's xs would be), a later call on CPU bfloat16 xs returned {done.stdout.strip()}, not "
+            "float32: something your kernel decided at its first call stayed for the process (a static variable: "
+            "the device?). Which tensors are eligible is decided at each call, for that call's tensors (lesson 05, "
+            "section 2)")
 
 
 def _sum_squares_expected(xs) -> torch.Tensor:
@@ -6320,6 +6350,37 @@ def _layer_cost_watchdog_kept(answer) -> str | None:
     return None
 
 
+def _layer_cost_collects(answer) -> str | None:
+    """A caller that turned garbage collection off (as timeit does while it times): the measurement runs no collection
+    of its own (gc.collect), which would free, finalize and call the caller's gc callbacks on the caller's objects, in
+    the middle of the caller's work, and take as long as the caller has objects."""
+    import gc
+
+    collections = []
+
+    def counted(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    enabled = gc.isenabled()
+    gc.disable()
+    gc.callbacks.append(counted)
+    try:
+        timer = FakeTimer(0.4, seed=18)
+        answer(timer.with_layer, timer.without, 15)
+    finally:
+        gc.callbacks.remove(counted)
+        if enabled:
+            gc.enable()
+    if collections:
+        return (f"for a caller that had turned garbage collection off (gc.disable(), as timeit does while it times), "
+                f"your function ran {len(collections)} collection(s) of its own (gc.collect()): each frees and "
+                "finalizes the caller's garbage and calls the caller's gc callbacks, in the middle of the caller's "
+                "work, and takes as long as the caller has objects. The timers run under the caller's garbage "
+                "collection as it is")
+    return None
+
+
 def _layer_cost_threads_left(answer) -> str | None:
     """A thread the measurement starts (a watchdog, a sampler) ends with it: one left running after it returns runs on
     in the caller's process, and does what it was started for (warns, times out) when no measurement runs."""
@@ -6862,7 +6923,8 @@ def layer_cost(path: Path) -> Result:
                              "timeit does to garbage collection, it undoes in a finally)")
     if wrong := (_layer_cost_keeps_warn_only(answer) or _layer_cost_warning_as_error(answer)
                  or _layer_cost_keeps_flush_denormal(answer) or _layer_cost_keeps_c_profiler(answer)
-                 or _layer_cost_thread_started_meanwhile(answer) or _layer_cost_threads_left(answer)):
+                 or _layer_cost_thread_started_meanwhile(answer) or _layer_cost_threads_left(answer)
+                 or _layer_cost_collects(answer)):
         return Result(False, wrong)
     if torch.get_num_interop_threads() != interop:
         return Result(False, f"after your function ran, torch's inter-op threads went from {interop} to "
@@ -8852,6 +8914,9 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "two channels_last 2 x 3 x 4 x 5 tensors into an `out` of 120 elements in one dimension (as many elements as "
         "the product, another shape: aten lays out the `out` it resizes as the product)": lambda to: (
             to(images), to(images * 2), to(torch.ones(120))),
+        "a transposed 4 x 5 view as `self` beside a contiguous `other`, into an empty `out` (where the inputs' "
+        "layouts differ, aten lays out a resized `out` as the first one)": lambda to: (
+            to(columns).t(), to(x), to(torch.empty(0))),
         "two int8 tensors whose product overflows int8 (100 times 100), into an int16 `out` (the product wraps in "
         "int8, its dtype, and is then stored)": lambda to: (
             to(torch.tensor([100, 7], dtype=torch.int8)), to(torch.tensor([100, 3], dtype=torch.int8)),

@@ -253,15 +253,16 @@ def _differs(value: object, before: object) -> bool:
         return value is not before
 
 
-def load_cpp(name: str, path: Path, label: str) -> None:
-    """Compile a C++ exercise file into a library called `name` and load it (build.load_sources)."""
+def load_cpp(name: str, path: Path, label: str) -> Path:
+    """Compile a C++ exercise file into a library called `name` and load it (build.load_sources); the library's path."""
     from helpers import build  # here: it imports torch's cpp_extension, which a notebook's show() and check() never use
 
     try:
-        build.load_sources(name, [path], label=label, optimize=False)  # an answer's speed is not judged
+        built = build.load_sources(name, [path], label=label, optimize=False)  # an answer's speed is not judged
     except build.CompileError as error:  # a line, then the compiler's first errors: the reader needs them all
         raise Diagnosis(shortened_paths(str(error), path)) from None
     WATCHDOG.start()
+    return Path(built.library)
 
 
 def shortened_paths(text: str, path: Path) -> str:

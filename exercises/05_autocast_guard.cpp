@@ -22,8 +22,8 @@
 // the tensors it gave are freed after their calls (a refused call's too), and compares the thread-local include and
 // exclude sets, and autocast's own settings (its dtype, its cast cache, whether it is on), before and after each call,
 // the refused ones included. Last, a region on an empty batch (bfloat16 xs with no rows), one on xs of nine tensors,
-// and calls from four threads at once. It also calls it on an empty xs, with a scale, and, in a process of its own,
-// first on xs of another device, then on the CPU's.
+// and calls from four threads at once. It also calls it on an empty xs, with a scale, in a region under
+// torch.func.functionalize, and, in a process of its own, first on xs of another device, then on the CPU's.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>

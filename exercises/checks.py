@@ -1516,7 +1516,11 @@ def meta_kernel(path: Path) -> Result:
                  # and the other way round: a meta a, a CPU b
                  (torch.ones(3, device=meta), torch.ones(2)), (torch.ones(3, device=meta), torch.tensor(2.0)),
                  # every dtype: both inputs of it (float8 or complex, which a * b takes alone), and beside float32
-                 *_meta_pairs_of_every_dtype()]:
+                 *_meta_pairs_of_every_dtype(),
+                 # and empty inputs, which hold nothing to compute: refused all the same
+                 (torch.ones(0, dtype=torch.int64, device=meta), torch.ones(3, device=meta)),
+                 (torch.ones(3, device=meta), torch.ones(2, 0, dtype=torch.half, device=meta)),
+                 (torch.ones(0), torch.ones(3, device=meta)), (torch.ones(3, device=meta), torch.ones(0))]:
         try:
             kernel_at("CPU")(a, b)
             continue  # the CPU kernel takes them (the first check above says if it should not)
@@ -2730,6 +2734,13 @@ _CUBE_SAMPLES = [
     ("float16, a scaled gradient from above that overflows (inf), and an infinite x", [40.0, float("inf"), 0.5],
      [16384.0, 1.0, 16384.0], torch.float16),
     ("bfloat16, a gradient past its range (inf)", [1e19, -2.0], [1000.0, 1.0], torch.bfloat16),
+    # The same order in every dtype: a gradient from above near each one's largest value, under a small x.
+    ("float32, a large gradient from above (near float32's largest, under a small x)", [1e-3, -0.5, 2.0],
+     [2e38, 2e38, 1.0], torch.float32),
+    ("bfloat16, a large gradient from above (near bfloat16's largest, under a small x)", [1e-3, -0.5, 2.0],
+     [2e38, 2e38, 1.0], torch.bfloat16),
+    ("float64, a large gradient from above (near float64's largest, under a small x)", [1e-3, -0.5, 2.0],
+     [1.5e308, 1.5e308, 1.0], torch.float64),
 ]
 # Each dtype's own precision, with room for rounding order.
 _CUBE_RTOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
@@ -2780,7 +2791,7 @@ def _cube_samples(cube, alive: list) -> str | None:
         if not torch.allclose(x.detach(), before, rtol=0, atol=0, equal_nan=True):  # unchanged, NaN included
             return (f"{what}your backward changed x itself (from {_values(before)} to {_values(x.detach())}): a saved "
                     "input is the caller's tensor, not a copy")
-        expected = (given.double() * 3 * before.double() ** 2).to(dtype)
+        expected = (given.double() * (3 * before.double() ** 2)).to(dtype)  # torch's order: 3x^2 first, as in float64
         if torch.allclose(grad, expected, rtol=_CUBE_RTOL[dtype], atol=0, equal_nan=True):
             continue
         diagnosis = (f"{what}d/dx at {_values(before)} for the output gradient {_values(given)}: yours "
@@ -4821,13 +4832,32 @@ def autocast_guard(path: Path) -> Result:
                              "excludes other devices' Autocast keys too (all of them at once?), so every call the "
                              "layers below make leaves the caller's XPU (or CUDA) region. A kernel excludes its own "
                              "key, AutocastCPU, and nothing else (lesson 05, section 2).")
-    if wrong := _sum_squares_first_call_of_a_process_elsewhere(library_file):
+    if wrong := (_sum_squares_under_functionalize(op)
+                 or _sum_squares_first_call_of_a_process_elsewhere(library_file)):
         return Result(False, wrong)
     return Result(True, (
         "float32 below autocast for every eligible input, xs and scale, float8 too, in one region and again in a "
         "second one; float64 and int64 as they were; bfloat16 after the region; with gradients, and the thread's "
         "dispatch state as it was; on values changed in place and through .data; new tensors in freed memory, the "
         "tensors freed after their calls, and four threads at once"))
+
+
+def _sum_squares_under_functionalize(op) -> str | None:
+    """In a region, under torch.func.functionalize (what torch.compile's AOTAutograd runs): the call below autocast
+    goes through the Functionalize key, which a guard must leave on, as every key but its own."""
+    xs = [torch.tensor([1.0, 2.0, 3.0]).to(_BF16), torch.tensor([4.0, 5.0, 6.0]).to(_BF16)]
+    what = "inside autocast, under torch.func.functionalize (what torch.compile's AOTAutograd runs), bfloat16 xs"
+    try:
+        with torch.autocast("cpu"):
+            out = torch.func.functionalize(lambda tensors: op(tensors, None))(xs)
+    except Exception as error:  # noqa: BLE001 - the reader's kernel may raise anything: said with its call
+        return (f"{what}: the call raised {type(error).__name__}: {str(error).strip().splitlines()[0][:200]}: your "
+                "guard excludes more than AutocastCPU (Functionalize?), so the call below autocast skips "
+                "functionalization, which hands the layers below its own tensors. A kernel excludes its own key, and "
+                "nothing else (lesson 05, section 2)")
+    if out.dtype != _F32 or not torch.allclose(out, _sum_squares_expected(xs)):
+        return f"{what}: the result is {out.tolist()} in {out.dtype}, not the float32 sum of squares"
+    return None
 
 
 def _sum_squares_first_call_of_a_process_elsewhere(library_file: Path) -> str | None:
@@ -6069,7 +6099,9 @@ def _numpy_random_state(numpy) -> tuple:
 
 def _layer_cost_settings() -> dict:
     """The process-wide settings a measurement may change while it times, as they are now."""
+    import faulthandler
     import gc
+    import signal
     import logging
     import os
     import sys
@@ -6110,10 +6142,16 @@ def _layer_cost_settings() -> dict:
             "autograd's anomaly detection (torch.autograd.set_detect_anomaly)": torch.is_anomaly_enabled(),
             "Python's warning filters (warnings.filters)": list(warnings.filters),
             _HOOKS: (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile()),
+            "faulthandler (faulthandler.enable: on or off)": faulthandler.is_enabled(),
+            _SIGNALS: {name: signal.getsignal(getattr(signal, name)) for name in _CALLERS_SIGNALS
+                       if hasattr(signal, name)},
             _ENVIRONMENT: {name: value for name, value in _c_environment().items() if name != _SET_BY_TORCH}}
 
 
 _ONEDNN = "oneDNN's flags (torch.backends.mkldnn: which CPU convolution kernels a call runs)"
+_SIGNALS = "the process's signal handlers (signal.signal: what Ctrl-C, a kill or a user signal does)"
+# The caller's signals, not those the runner's watchdog uses while a check runs (SIGALRM, SIGPROF).
+_CALLERS_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
 _NUMPY_ERRORS = "numpy's handling of floating-point errors (numpy.seterr: warn, raise or ignore an overflow)"
 _LOGGER_LEVELS = "the levels of Python's loggers (logging.getLogger(name).setLevel)"
 
@@ -6182,7 +6220,7 @@ _LAYER_COST_FIRST = ("torch's threads", "the process's priority (os.nice)",
                      "torch's deterministic algorithms (torch.use_deterministic_algorithms)",
                      "float32 matmul precision (torch.set_float32_matmul_precision)",
                      "autograd's anomaly detection (torch.autograd.set_detect_anomaly)", _ENVIRONMENT, _ONEDNN,
-                     _LOGGER_LEVELS, _NUMPY_ERRORS)
+                     _LOGGER_LEVELS, _NUMPY_ERRORS, "faulthandler (faulthandler.enable: on or off)", _SIGNALS)
 
 
 def _layer_cost_in_threads(answer) -> str | None:
@@ -6844,11 +6882,13 @@ def layer_cost(path: Path) -> Result:
     if problems:
         return Result(False, "\n".join(problems) + "\nLook again at lesson 07, section 2: how a cost is measured, and "
                                                    "when it is called one.")
-    # The same two timers again, after the layer changed (a second build, another dtype): measured anew.
+    # The same two timers again, after the layer changed (a second build, another dtype): measured anew. The same
+    # function objects both times, as a caller that keeps its timers passes them.
     timer = FakeTimer(0.4, seed=9)
-    answer(timer.with_layer, timer.without, rounds=15)
+    with_layer, without = timer.with_layer, timer.without
+    answer(with_layer, without, rounds=15)
     timer.cost = 1.2
-    again = answer(timer.with_layer, timer.without, rounds=15)
+    again = answer(with_layer, without, rounds=15)
     if not (isinstance(again, tuple) and abs(again[0] - 1.2) < 0.3):
         return Result(False, f"the same two timers, called again after the layer's cost went from 0.40 to 1.20 µs: you "
                              f"report {_shown(again)}: a result kept from the first call. Each call measures")

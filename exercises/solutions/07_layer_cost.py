@@ -14,16 +14,17 @@ measurements at once, in two threads taking turns call by call, and one inside a
 as the caller would call them (its autocast region, grad and inference mode, anomaly detection, cuDNN's and oneDNN's
 flags, the default dtype, its TorchDispatchModes, autocast's cast cache, __torch_function__, the autograd fallback's
 mode, garbage collection, torch's threads, Python's thread switch interval as they are), and they alone: the caller's
-modes see no operator of your own. A timer's error passes through. A measurement leaves the process's settings (garbage
-collection: on or off, its thresholds, callbacks and debug flags, frozen objects; torch's threads; Python's, numpy's and
-torch's random numbers, CUDA's seeds included; numpy's handling of floating-point errors (numpy.seterr); the process's
-priority and scheduling policy; the interpreter's thread switch interval, trace and profile functions (cProfile's too);
-the CPUs the process may run on; faulthandler's watchdog; whether denormal numbers flush to zero; cuDNN's and oneDNN's
-flags, deterministic algorithms, float32 matmul precision, anomaly detection; the warning filters, the levels of log
-messages switched off and each logger's level; Python's memory tracing, tracemalloc; its standard streams; torch's
-default dtype; the environment variables, which the processes it starts inherit) as it found them, for the threads
-started while it times, and those that ran before it, too, and when a timer raises; so does importing your file. Threads
-it starts end with it, and it runs no garbage collection of its own (gc.collect).
+modes see no operator of your own. A timer's error passes through. Each call measures anew, the same timers given again
+too. A measurement leaves the process's settings (garbage collection: on or off, its thresholds, callbacks and debug
+flags, frozen objects; torch's threads; Python's, numpy's and torch's random numbers, CUDA's seeds included; numpy's
+handling of floating-point errors (numpy.seterr); the process's priority and scheduling policy; the interpreter's thread
+switch interval, trace and profile functions (cProfile's too); the CPUs the process may run on; faulthandler (on or off,
+and its watchdog); the signal handlers (Ctrl-C's among them); whether denormal numbers flush to zero; cuDNN's and
+oneDNN's flags, deterministic algorithms, float32 matmul precision, anomaly detection; the warning filters, the levels
+of log messages switched off and each logger's level; Python's memory tracing, tracemalloc; its standard streams;
+torch's default dtype; the environment variables, which the processes it starts inherit) as it found them, for the
+threads started while it times, and those that ran before it, too, and when a timer raises; so does importing your file.
+Threads it starts end with it, and it runs no garbage collection of its own (gc.collect).
 """
 
 import statistics

@@ -11,7 +11,7 @@ It calls `run`, in this order:
   CRC-32, Adler-32, and modification and change times), each again on its input's rows in reverse order, and with its
   middle row changed, while the caller flushes denormal numbers to zero, has chosen its float32 matmul precision and
   warns of nondeterministic kernels;
-- on the second file again, for a caller that set neither AOTI_RUNTIME_CHECK_INPUTS nor TMPDIR;
+- on the second file again, for a caller that did not set AOTI_RUNTIME_CHECK_INPUTS;
 - on the second file again after the first model was copied over it (a release deployed in place: a file of the same
   size, given the old file's time, as rsync -t and cp -p deploy), after two more releases deployed so within one
   second, through a link to that file after another;

@@ -7591,9 +7591,10 @@ def load_before_aoti(path: Path) -> Result:
                                                                                          atol=1e-6))),
                                              "middle": middle_same, "flushing kept": kept}}))
                 stop_unless(same and middle_same and kept)
-            # A caller that set neither AOTI_RUNTIME_CHECK_INPUTS nor TMPDIR (most servers): the call on the file of
-            # the last call, unchanged, leaves the environment as it found it as well (run_watched compares it).
-            unset = {{name: os.environ.pop(name) for name in ("AOTI_RUNTIME_CHECK_INPUTS", "TMPDIR")}}
+            # A caller that did not set AOTI_RUNTIME_CHECK_INPUTS (most servers): the call on the file of the last
+            # call, unchanged, leaves the environment as it found it as well (run_watched compares it). TMPDIR stays:
+            # an answer that loads again here would unpack into the machine's /tmp, and leave it there.
+            unset = {{name: os.environ.pop(name) for name in ("AOTI_RUNTIME_CHECK_INPUTS",)}}
             try:
                 answer.run(model_pt2, x)
             finally:

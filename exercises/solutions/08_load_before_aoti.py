@@ -11,10 +11,9 @@ It calls `run`, in this order:
   CRC-32, Adler-32, and modification and change times), each again on its input's rows in reverse order, and with its
   middle row changed, while the caller flushes denormal numbers to zero, has chosen its float32 matmul precision and
   warns of nondeterministic kernels;
-- on the second file again, for a caller that did not set AOTI_RUNTIME_CHECK_INPUTS;
-- on the second file again after the first model was copied over it (a release deployed in place: a file of the same
-  size, given the old file's time, as rsync -t and cp -p deploy), after two more releases deployed so within one
-  second, through a link to that file after another;
+- on the second file again, for a caller that did not set AOTI_RUNTIME_CHECK_INPUTS, then after the first model was
+  copied over it (a release deployed in place: a file of the same size, given the old file's time, as rsync -t and cp -p
+  deploy), after two more releases deployed so within one second, through a link to that file after another;
 - with inputs the package refuses (too few rows, three other dtypes), once inside torch.no_grad(), once for a caller
   that chose its precision through the per-backend API (torch.backends.mkldnn.matmul.fp32_precision);
 - three times on one input buffer refilled in place between the calls (through torch, then through numpy, whose writes

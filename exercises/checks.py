@@ -1584,7 +1584,7 @@ def meta_kernel(path: Path) -> Result:
     # Outputs of 2**31 and 2**32 elements, past any 32-bit count: a meta tensor holds no memory, and the CPU kernel
     # computes them where memory allows, so torch.compile and export must be able to trace them. Then one whose first
     # stride is 2**32, past any 32-bit stride.
-    for (n,), m in (((2**16,), (2**15,)), ((2**16,), (2**16,)), ((4,), (2**16, 2**16))):
+    for n, m in ((2**16, (2**15,)), (2**16, (2**16,)), (4, (2**16, 2**16))):
         elements = n * math.prod(m)
         what = (f"on meta tensors of {n} and {m[0]} elements (an output of 2**{elements.bit_length() - 1} elements)"
                 if len(m) == 1 else f"on meta tensors of shapes [{n}] and {list(m)} (an output of "
@@ -6101,9 +6101,9 @@ def _layer_cost_settings() -> dict:
     """The process-wide settings a measurement may change while it times, as they are now."""
     import faulthandler
     import gc
-    import signal
     import logging
     import os
+    import signal
     import sys
     import threading
     import tracemalloc
@@ -6142,7 +6142,7 @@ def _layer_cost_settings() -> dict:
             "autograd's anomaly detection (torch.autograd.set_detect_anomaly)": torch.is_anomaly_enabled(),
             "Python's warning filters (warnings.filters)": list(warnings.filters),
             _HOOKS: (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile()),
-            "faulthandler (faulthandler.enable: on or off)": faulthandler.is_enabled(),
+            _FAULTHANDLER: faulthandler.is_enabled(),
             _SIGNALS: {name: signal.getsignal(getattr(signal, name)) for name in _CALLERS_SIGNALS
                        if hasattr(signal, name)},
             _ENVIRONMENT: {name: value for name, value in _c_environment().items() if name != _SET_BY_TORCH}}
@@ -6153,6 +6153,7 @@ _SIGNALS = "the process's signal handlers (signal.signal: what Ctrl-C, a kill or
 # The caller's signals, not those the runner's watchdog uses while a check runs (SIGALRM, SIGPROF).
 _CALLERS_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
 _NUMPY_ERRORS = "numpy's handling of floating-point errors (numpy.seterr: warn, raise or ignore an overflow)"
+_FAULTHANDLER = "faulthandler (faulthandler.enable: on or off)"
 _LOGGER_LEVELS = "the levels of Python's loggers (logging.getLogger(name).setLevel)"
 
 
@@ -6220,7 +6221,7 @@ _LAYER_COST_FIRST = ("torch's threads", "the process's priority (os.nice)",
                      "torch's deterministic algorithms (torch.use_deterministic_algorithms)",
                      "float32 matmul precision (torch.set_float32_matmul_precision)",
                      "autograd's anomaly detection (torch.autograd.set_detect_anomaly)", _ENVIRONMENT, _ONEDNN,
-                     _LOGGER_LEVELS, _NUMPY_ERRORS, "faulthandler (faulthandler.enable: on or off)", _SIGNALS)
+                     _LOGGER_LEVELS, _NUMPY_ERRORS, _FAULTHANDLER, _SIGNALS)
 
 
 def _layer_cost_in_threads(answer) -> str | None:
@@ -6427,7 +6428,7 @@ def _layer_cost_threads_left(answer) -> str | None:
     before = set(threading.enumerate())
     timer = FakeTimer(0.4, seed=17)
     answer(timer.with_layer, timer.without, 15)
-    if left := [thread for thread in threading.enumerate() if thread not in before and thread.is_alive()]:
+    if left := [thread for thread in threading.enumerate() if thread not in before]:  # alive ones only
         return (f"after your function returned, {len(left)} thread(s) it started still ran ({left[0].name}, a "
                 f"{type(left[0]).__name__}): a measurement's threads end with it (a threading.Timer cancelled, a "
                 "thread joined), or they run on in the caller's process, and do what they were started for when no "
@@ -7594,11 +7595,11 @@ def load_before_aoti(path: Path) -> Result:
             # A caller that did not set AOTI_RUNTIME_CHECK_INPUTS (most servers): the call on the file of the last
             # call, unchanged, leaves the environment as it found it as well (run_watched compares it). TMPDIR stays:
             # an answer that loads again here would unpack into the machine's /tmp, and leave it there.
-            unset = {{name: os.environ.pop(name) for name in ("AOTI_RUNTIME_CHECK_INPUTS",)}}
+            checking = os.environ.pop("AOTI_RUNTIME_CHECK_INPUTS")
             try:
                 answer.run(model_pt2, x)
             finally:
-                os.environ.update(unset)
+                os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = checking
             stop_unless(not environment_changed)
             # A release deployed over the file of the last call, as a deployment replaces model.pt2 in place.
             (first, x_first, outputs), (second, _, _) = torch.load({str(Path(elsewhere) / "calls.pt")!r})

@@ -7,8 +7,9 @@ it, from Python:
   the CPU kernel takes, on fake tensors with symbolic sizes (kept symbolic: torch.compile(dynamic=True) and export with
   a Dim; sizes known only when the call runs too, in any dimension, as x[mask]'s and nonzero(x).t()'s) and on meta
   tensors; and, as the workbook's C++ Meta kernels do, refusing every call the CPU kernel refuses (read its checks),
-  with the error they raise (RuntimeError; not NotImplementedError, which torch.compile reads as a missing fake kernel),
-  so that torch.compile and torch.export refuse while tracing what eager refuses;
+  with the error they raise (a RuntimeError whose message names the operator, as theirs do; not NotImplementedError,
+  which torch.compile reads as a missing fake kernel), so that torch.compile and torch.export refuse while tracing what
+  eager refuses;
 - a backward (setup_context and backward, for torch.library.register_autograd).
 The check runs opcheck on every dtype the CPU kernel takes, with every combination of requires_grad, on contiguous,
 transposed, expanded and empty inputs; gradcheck, gradgradcheck, and a backward from a float64 grad_output of random

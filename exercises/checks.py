@@ -577,6 +577,22 @@ def walk(path: Path) -> Result:
                                      "MkldnnCPU and a CompositeExplicitAutograd one",
                                      torch.ops.exercise.walk_mkldnn.default, (torch.randn(2, 3).to_mkldnn(),))).passed:
                 return result
+
+        def below_autograd(a, b):  # never runs: AutogradCPU, above it, hands the call on below every autograd key
+            with torch._C._AutoDispatchBelowAutograd():
+                return torch.ops.exercise.walk_mixed.default(a, b)
+
+        # A dense CPU tensor beside an mkldnn one: torch's autograd fallback at AutogradCPU (a backend fallback, not the
+        # operator's kernel) hands the call on below every autograd key too, AutogradOther's kernel included.
+        with operator("walk_mixed(Tensor a, Tensor b) -> Tensor", lambda a, b: a.clone(), "CPU") as library:
+            library.impl("walk_mixed", lambda a, b: b.to_dense().to_mkldnn(), "MkldnnCPU")
+            library.impl("walk_mixed", below_autograd, "AutogradOther")
+            if not (result := walked("exercise::walk_mixed(a, m), a a CPU tensor and m an mkldnn one, the operator "
+                                     "with kernels at CPU, MkldnnCPU and AutogradOther (torch's autograd fallback at "
+                                     "AutogradCPU)", torch.ops.exercise.walk_mixed.default,
+                                     (torch.randn(2, 3), torch.randn(2, 3).to_mkldnn()),
+                                     where_to_look=_AUTOGRAD_MASK)).passed:
+                return result
     # Asking is not calling: a walk reads the tables, and leaves the arguments as they were.
     x, y = torch.ones(3), torch.ones(3)
     kernels(torch.ops.aten.add_.Tensor, x, y)
@@ -585,7 +601,7 @@ def walk(path: Path) -> Result:
                              "call it was asked about. Asking which kernels a call would run reads the dispatch "
                              "tables (lesson 00, \"Underneath trace.call\"); it must not run them: an in-place or "
                              "random operator, or one with side effects, would act")
-    walked_calls = len(cases) + 39 + torch.backends.mkldnn.is_available()
+    walked_calls = len(cases) + 39 + 2 * torch.backends.mkldnn.is_available()
     return Result(True, f"all {walked_calls} calls walked as the dispatcher walks them, five of them again after "
                         "a registration changed; none of them made")
 
@@ -1184,7 +1200,12 @@ def composite_key(path: Path) -> Result:
                                   nullcontext),
                                  ("float64 CPU tensors that require grad",
                                   torch.tensor([-20.0, -9.0, -1.0, 0.0, 1.0, 3.0, 12.0, 13.0, 100.0],
-                                               dtype=torch.float64, requires_grad=True), nullcontext)]:
+                                               dtype=torch.float64, requires_grad=True), nullcontext),
+                                 # A batch, not a handful: a kernel may take another path from some size on.
+                                 ("a float32 CPU tensor of 2**20 + 3 elements",
+                                  torch.linspace(-9, 42, 2**20 + 3), nullcontext),
+                                 ("a float64 CPU tensor of 2**20 + 3 elements",
+                                  torch.linspace(-20, 100, 2**20 + 3, dtype=torch.float64), nullcontext)]:
             given = x.clone()
             before = _process_state()
             try:
@@ -1475,10 +1496,16 @@ def meta_kernel(path: Path) -> Result:
         if problems and a.dim() + b.dim() >= 64:  # the problems so far, before a sample that may crash
             break
         what = f"on meta tensors {_described(a)} and {_described(b)}"
-        real = outer(a, b)
+        try:
+            real = outer(a, b)
+        except Exception as error:  # noqa: BLE001 - whichever Python error torch maps the C++ one to
+            said = str(error).strip().splitlines()[0][:200].rstrip(".")
+            return Result(False, f"on {_described(a)} and {_described(b)} the CPU kernel raised "
+                                 f"{type(error).__name__}: {said}: the task is the Meta kernel, and the CPU kernel, "
+                                 "as written, is what it must agree with")
         expected = (a.reshape(-1, 1) * b.reshape(1, -1)).reshape(a.shape + b.shape).to(torch.result_type(a, b))
         # Compared flat: torch.allclose takes 64 dimensions at most.
-        if (real.dtype != expected.dtype or not real.is_contiguous()
+        if (real.dtype != expected.dtype or real.device != expected.device or not real.is_contiguous()
                 or not torch.allclose(real.reshape(-1), expected.reshape(-1))):
             return Result(False, f"on {_described(a)} and {_described(b)} the CPU kernel no longer returns the "
                                  "contiguous outer product in a * b's dtype: the task is the Meta kernel, and the CPU "
@@ -1528,8 +1555,14 @@ def meta_kernel(path: Path) -> Result:
             refusal = str(error).splitlines()[0]
         try:
             kernel_at("Meta")(a, b)
-        except Exception:  # noqa: BLE001 - a refusal of any type (TORCH_CHECK_TYPE's is a TypeError)
-            continue
+        except Exception as error:  # noqa: BLE001 - a refusal of any type (TORCH_CHECK_TYPE's is a TypeError)
+            if isinstance(error, RuntimeError):
+                continue
+            return Result(False, f"on a {_described(a)} tensor on {a.device} and a {_described(b)} tensor on "
+                                 f"{b.device}, your kernel raises {type(error).__name__}, where the CPU kernel raises "
+                                 f"RuntimeError ({refusal}): a caller that handles the operator's refusals (except "
+                                 "RuntimeError) misses the one on meta and fake tensors. A Meta kernel refuses as the "
+                                 "CPU kernel does (lesson 02, section 2).")
         return Result(False, f"on a {_described(a)} tensor on {a.device} and a {_described(b)} tensor on {b.device}, "
                              f"your kernel returns a tensor, and the CPU kernel refuses them ({refusal}): "
                              "torch.compile would trace a call that fails when it runs. A Meta kernel runs the CPU "
@@ -3856,8 +3889,8 @@ def redispatch(path: Path) -> Result:
                                  "while autograd records, and one that writes in place moves a version counter. "
                                  "torch's generated autograd kernels of functional operators (mm, mul) hand the call "
                                  "on under a guard that excludes ADInplaceOrView and every autograd key for the calls "
-                                 "made below them (at::AutoDispatchBelowADInplaceOrView: emit_call in "
-                                 "torchgen/packaged/autograd/gen_variable_type.py).\nLook again at lesson 04, section "
+                                 "made below them (emit_call in torchgen/packaged/autograd/gen_variable_type.py)."
+                                 "\nLook again at lesson 04, section "
                                  f"1 (why the guard), and {_PASSING_ON}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
                             "mode's key and those of conjugate and negative views kept, with a gradient; the thread's "
@@ -4481,8 +4514,10 @@ def _sum_squares_call(op, where: str, dtypes, scale_dtype, want: torch.dtype, in
         expected = expected + x.detach().to(want) * x.detach().to(want)
     expected = expected if scale is None else expected * scale.detach().to(want)
     if out.dtype != want or not torch.allclose(out.detach(), expected, rtol=_SUM_SQUARES_RTOL[want], atol=0):
+        why = (": the result is what the kernel below computes, in its dtype, handed back as it is (lesson 05, section "
+               "7 and summary: the float32 policy)" if out.dtype != want else " (lesson 05, section 2)")
         return (f"{where}: given {given}, the result is {_values(out.detach())} in {_dtype_names([out.dtype])}, "
-                f"right {_values(expected)} in {_dtype_names([want])}")
+                f"right {_values(expected)} in {_dtype_names([want])}{why}")
 
     def gradients() -> str | None:
         try:
@@ -7408,6 +7443,7 @@ def load_before_aoti(path: Path) -> Result:
                         or path.endswith(".wrapper.so (deleted)") and path.removesuffix(" (deleted)") in alive}}
 
             models_loaded = []  # (a weak reference to a model load_package loaded, the libraries its load mapped)
+            others_files = []  # the files of other processes' that appeared in the temporary folder during loads
 
             def loading(*args, **kwargs):
                 if stand_in_for:
@@ -7425,6 +7461,10 @@ def load_before_aoti(path: Path) -> Result:
                         return StandIn(model)
                 if hold_loads[0]:
                     clock.sleep(hold_loads[0])
+                # A file another process makes in the temporary folder as the load begins (a compiler's, another
+                # server's): the machine's processes share that folder, and a call removes only what it made.
+                others_files.append(os.path.join({str(elsewhere)!r}, "tmp", f"another_process_{{len(others_files)}}"))
+                python_open(others_files[-1], "w").close()
                 mapped = models_mapped()
                 model = load_package(*args, **kwargs)
                 models_loaded.append((weakref.ref(model), models_mapped() - mapped))
@@ -7953,6 +7993,9 @@ def load_before_aoti(path: Path) -> Result:
                 out, torch.load({str(changed_release / "output.pt")!r}), atol=1e-6))),
                                         "old": bool(torch.allclose(out, outputs_race[0], atol=1e-6))}}))
             stop_unless(same)
+            print("OTHERS", json.dumps({{"gone": (gone := sum(not os.path.exists(name) for name in others_files)),
+                                        "made": len(others_files)}}))
+            stop_unless(gone == 0)
             # Last, as the costliest step (a wrong answer that fails before it does not pay for it): a server of many
             # models, 1025 files (more than a cache sized for a few keeps: functools.lru_cache's 128, 256, 512, 1024),
             # each a release of its own of one model (made from its package unpadded: a third of the bytes to write
@@ -8365,6 +8408,14 @@ def load_before_aoti(path: Path) -> Result:
                                                                 "another output than the new release's")
                                  + ": what it reads of a file to know whether it changed is part of the file, not all "
                                  f"of it. {_LOADED_ONCE}{hint}.")
+    others = [json.loads(line.removeprefix("OTHERS ")) for line in lines if line.startswith("OTHERS ")]
+    if others and others[0]["gone"]:
+        return Result(False, f"in the fresh Python, {others[0]['gone']} of the {others[0]['made']} files that another "
+                             "process made in the temporary folder (tempfile's, $TMPDIR, which the machine's "
+                             "processes share) while run() loaded a model were gone afterwards: run() removed "
+                             "what appeared there during its load, not only what it made itself. On a server, another "
+                             "process's files (a compiler's, another server's unpacked model) go so, in the middle of "
+                             f"its work. A call removes what it made, and nothing else{hint}.")
     if stopped:  # a step the fresh Python judged wrong, and the checks above did not: a bug of this check's
         return Result(False, f"in the fresh Python, a step went wrong that this check does not name:\n{printed}")
     if from_build[0]:
@@ -8805,6 +8856,23 @@ def stable_autograd(path: Path) -> Result:
             return Result(False, f"on {what}, on meta tensors, your fake kernel returned shape {list(out.shape)}, "
                                  f"{out.dtype}, strides {list(out.stride())}: not what the CPU kernel returns "
                                  f"({list(real.shape)}, {real.dtype}, {list(real.stride())}).\nLook again at {meta}.")
+    # What a refusal says: on meta tensors (a model built on the meta device, a memory plan) the message is all the
+    # caller gets, with no operator named, so it names the operator, as every message of the CPU kernel's does.
+    for what, a, b in (("a `self` of shape [3, 4] and an `other` of shape [3, 5]", torch.ones(3, 4), torch.ones(3, 5)),
+                       ("a float32 `self` and a float64 `other`", torch.ones(3), torch.ones(3, dtype=torch.float64))):
+        try:
+            op(a, b)
+        except RuntimeError as error:  # the CPU kernel's refusal, always
+            said = str(error).strip().splitlines()[0]
+        try:
+            op(a.to("meta"), b.to("meta"))
+        except RuntimeError as error:  # the fake kernel's (that it refuses, and how, is checked above)
+            if "workbook_stable::add" not in str(error):
+                return Result(False, f"on meta tensors, {what}: your fake kernel refused with RuntimeError: "
+                                     f"{str(error).strip().splitlines()[0][:160]!r}, where the CPU kernel says "
+                                     f"{said!r}. On meta tensors (a model built on the meta device) that message is "
+                                     "all the caller gets, with no operator named: it names the operator and what is "
+                                     "wrong, as the CPU kernel's messages do.\nLook again at " + meta + ".")
     if told := _module_keeps_no_tensor(answer):  # a gradient, an input or an output kept in a variable of the file's
         return Result(False, told + hint)
     return Result(True, "opcheck and gradcheck pass for every dtype, layout and requires_grad, float64 gradients stay "
@@ -8887,6 +8955,8 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
     shapes = ((4, 5), (4, 5), (4, 5), (5,), (5, 4))
     x, y, z, row, columns = (torch.randn(shape, generator=generator) for shape in shapes)
     large, small = torch.arange(20).view(4, 5) + 2**40 + 1, torch.arange(20).view(4, 5) % 3 + 1
+    huge = torch.arange(20).view(4, 5) + 2**53 + 1
+    huge[0, 1] = 2**62 + 1  # times 2: past 2**63
     images = torch.randn(2, 3, 4, 5, generator=generator).to(memory_format=torch.channels_last)
     plain = {
         "two 4 x 5 tensors into a 4 x 5 `out`": lambda to: (to(x), to(y), to(z)),
@@ -8913,6 +8983,12 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "two float32 tensors whose product is subnormal (1e-20 times 1e-19: aten keeps it, flushes nothing)":
             lambda to: (to(torch.full((4,), 1e-20)), to(torch.full((4,), 1e-19)), to(torch.zeros(4))),
         "two int64 tensors with values near 2**40": lambda to: (to(large), to(small), to(torch.zeros_like(large))),
+        # Whole numbers that float64 rounds (above 2**53), and products that wrap (int64 past 2**63, int32 past 2**31)
+        "two int64 tensors whose products pass 2**53, one 2**63": lambda to: (
+            to(huge), to(small), to(torch.zeros_like(huge))),
+        "two int32 tensors whose products pass 2**31": lambda to: (
+            to(torch.tensor([2**30, -2**30 - 1, 7], dtype=torch.int32)), to(torch.tensor([4, 5, 3], dtype=torch.int32)),
+            to(torch.zeros(3, dtype=torch.int32))),
         "a float16 self times a float32 other into a float16 `out`": lambda to: (
             to(torch.arange(1000.0, 1020.0).view(4, 5).half()), to(torch.full((4, 5), 1.0003)), to(z.half())),
         "an int32 self times a float32 other into a float32 `out`": lambda to: (

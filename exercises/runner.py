@@ -50,8 +50,11 @@ def check_here(exercise_id: str, path: str, verdict: str, stacks: str, running_l
             result = EXERCISES[exercise_id].check(Path(path))
             if result.passed and (changed := changed_compile_setting(settings)):
                 name, now, before = changed
+                # torch.use_deterministic_algorithms sets this one too (torch/__init__.py): the call to look for
+                deterministic = name == "torch._inductor.config.deterministic"
+                by = "; torch.use_deterministic_algorithms sets it" if deterministic else ""
                 result = Result(False, f"after the check's calls to your code, {name} was {now!r} (it was "
-                                       f"{before!r}): a setting of the whole process, which every later "
+                                       f"{before!r}{by}): a setting of the whole process, which every later "
                                        "torch.compile and torch.export runs with, also on code that never calls "
                                        "yours. What the task asks needs no setting changed")
         except Diagnosis as refused:

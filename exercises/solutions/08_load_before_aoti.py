@@ -31,8 +31,7 @@ It calls `run`, in this order:
 - by one relative name from the folders of two releases in turn (a caller that changes its working directory);
 - on a release, then four times on it once torn (a copy cut off halfway, as a full disk or a killed deploy leaves
   it), then on it once a complete release is deployed over it;
-- from four threads at once, on a release no call has loaded, two by its name and two by a hard link to it (a
-  server's requests in parallel);
+- from four threads at once, on a release not loaded yet, two by its name and two by a hard link (parallel requests);
 - on a file it has loaded, once a release of that model whose weights changed is deployed over it (the same size,
   times, first 4 MiB and last MiB, and CRC-32, the whole file's and each of its files': only the middle differs);
 - last, on 1025 files in turn, twice.
@@ -46,9 +45,10 @@ It checks each output (a tensor the caller can use as any other), the refusals, 
 - that Python's warning filters and hooks (warnings.showwarning) and the loggers' levels are as they were before the
   import, both after it and once the calls are done;
 - that the calls write nothing in a release's folder, leave nothing they make anywhere but the temporary and home
-  folders, and grow neither the temporary folder, nor the home folder (where a cache would go), nor the models the
-  process keeps loaded: a model that no name the caller gives leads to any more (an old release behind a flipped link,
-  or a release whose file was removed) is dropped by the next call on that name at the latest, a call that fails too;
+  folders, remove nothing they did not make, and grow neither the temporary folder (what the loader itself unpacks
+  aside: lesson 08, section 3), nor the home folder (where a cache would go), nor the models the process keeps loaded: a
+  model that no name the caller gives leads to any more (an old release behind a flipped link, or a release whose file
+  was removed) is dropped by the next call on that name at the latest, a call that fails too;
 - that no call loads a file's model again while the file is unchanged (after a request the package refused, given
   by another name: a symbolic or a hard link to it, or asked for by several threads at once; a model's library stays
   mapped after the model is dropped);

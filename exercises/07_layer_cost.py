@@ -24,7 +24,8 @@ oneDNN's flags, deterministic algorithms, float32 matmul precision, anomaly dete
 of log messages switched off and each logger's level; Python's memory tracing, tracemalloc; its standard streams;
 torch's default dtype; the environment variables, which the processes it starts inherit) as it found them, for the
 threads started while it times, and those that ran before it, too, and when a timer raises; so does importing your file.
-Threads it starts end with it, and it runs no garbage collection of its own (gc.collect).
+Threads it starts end with it, it keeps nothing of a measurement once it returns (the timers, what they refer to), and
+it runs no garbage collection of its own (gc.collect).
 """
 
 import statistics

@@ -838,6 +838,15 @@ def alias_annotations(path: Path) -> Result:
         if broken := _broken_promises(name, op._schema, tags, truth):
             problems += broken
             continue
+        # A return named after another argument than the one it is (by their alias sets) tells a reader, and tools
+        # that name outputs after it (torch.onnx.export: "{node}_{return's name}"), the wrong argument.
+        if misnamed := [(ret.name, arg.name) for ret in op._schema.returns if ret.name and ret.alias_info
+                        for arg in op._schema.arguments if arg.alias_info and arg.name != ret.name
+                        and set(arg.alias_info.before_set) & set(ret.alias_info.before_set)]:
+            problems.append(f"{name}: the return named `{misnamed[0][0]}` is `{misnamed[0][1]}` (their alias sets say "
+                            "so): its name tells a reader, and tools that name outputs after it (torch.onnx.export), "
+                            "another argument than the one it is")
+            continue
         torch.library.register_fake(f"exercise::{name}", truth.fake, lib=library)
         defined.append((name, op, truth, context))  # the context kept: dropped, it would remove the operator
     for name, op, truth, _ in defined if not problems else ():  # opcheck, the slow part, once every schema reads right
@@ -1303,6 +1312,10 @@ def composite_key(path: Path) -> Result:
                                 "section 2)")
         if not problems:  # last: as torch.compile and torch.export trace it, the kernel computes as eager does
             problems += _softplus2_dtypes_when_traced(op)
+        if not problems and (name := _variable_holding_a_tensor(answer)):
+            problems.append(f"after the check's calls, your file keeps a tensor in its variable `{name}`: each call's "
+                            "tensors outlive the call, their memory and graph with them, and a training loop's pile up "
+                            "step after step. A kernel returns its output and keeps nothing")
         if answer.KEY == "CompositeImplicitAutograd":  # the key is right: the kernel is at fault
             hint = ("\nThe key is right; look at the kernel. Lesson 02, sections 3 and 4: a composite kernel runs on "
                     "every kind of tensor that reaches it, with autograd watching: torch operations only, in the "
@@ -2838,6 +2851,10 @@ def _cube_samples(cube, alive: list) -> str | None:
             return diagnosis + ("\nA gradient past the dtype's range is infinite, as torch's own x ** 3 gives it: a "
                                 "GradScaler (torch.amp) looks for inf to skip that step and lower its scale, and a "
                                 "finite stand-in makes the optimizer step on a wrong gradient.")
+        if (grad.isinf() & expected.isfinite()).any():
+            return diagnosis + ("\nInfinite where torch's own x ** 3 gives a finite gradient: a value computed on the "
+                                "way passed the dtype's range, where torch's computation of the same gradient stays "
+                                "within it (lesson 04, section 2).")
         if i > 0:
             return diagnosis + ("\nRight on the first sample, wrong on this one: a formula must hold at every x, 0 and "
                                 "the ends of the dtype's range included, and gradcheck only tries the inputs it is "
@@ -3954,6 +3971,8 @@ def register_autocast(path: Path) -> Result:
     # The two-thread step's: a thread's name -> (the event it sets in mm2's CPU kernel, the one it then waits for),
     # and, by name, whether AutocastCPU was excluded there once it went on.
     meetings, excluded_after = {}, {}
+    refusals = []  # the error the CPU kernel raised last
+    autocast_inside = []  # and whether autocast was on for the operations inside it, at its last call
 
     def mm2(a, b):
         if (meeting := meetings.get(threading.current_thread().name)) is not None:
@@ -3964,9 +3983,16 @@ def register_autocast(path: Path) -> Result:
                 torch._C.DispatchKey.AutocastCPU)
         received.append((a.dtype, b.dtype))
         seen.extend((weakref.ref(a), weakref.ref(b)))
-        torch._check(a.dtype == b.dtype, lambda: f"exercise::mm2: dtypes {a.dtype} and {b.dtype} differ")
-        # A ValueError, as TORCH_CHECK_VALUE raises in a C++ kernel: not every refusal is a RuntimeError.
-        torch._check_value(a.dim() == b.dim() == 2, lambda: f"exercise::mm2: {a.dim()}-D and {b.dim()}-D, not 2-D")
+        # Whether the torch operations inside this kernel would be autocast again (the region on, not excluded)
+        autocast_inside[:] = [torch.is_autocast_enabled("cpu") and not torch._C._dispatch_tls_is_dispatch_key_excluded(
+            torch._C.DispatchKey.AutocastCPU)]
+        try:
+            torch._check(a.dtype == b.dtype, lambda: f"exercise::mm2: dtypes {a.dtype} and {b.dtype} differ")
+            # A ValueError, as TORCH_CHECK_VALUE raises in a C++ kernel: not every refusal is a RuntimeError.
+            torch._check_value(a.dim() == b.dim() == 2, lambda: f"exercise::mm2: {a.dim()}-D and {b.dim()}-D, not 2-D")
+        except (RuntimeError, ValueError) as refusal:
+            refusals[:] = [refusal]  # the object itself: what reaches the caller must be it
+            raise
         return a @ b
 
     with operator("mm2(Tensor a, Tensor b) -> Tensor", mm2):
@@ -4026,6 +4052,11 @@ def register_autocast(path: Path) -> Result:
                 return (f"{what} returned {out.dtype}: autocast casts only eligible inputs, floating point and not "
                         "float64; the others run as they are (lesson 05, section 2: what cached_cast casts; section "
                         "7: register_autocast's casts)")
+            if out.dtype != dtype and received[-1] == (dtype, dtype) and autocast_inside == [False]:
+                return (f"{what} returned {out.dtype}, though mm2's CPU kernel received {_dtype_names(received[-1])} "
+                        "and computed with autocast off inside it: your kernel changed the result it was handed back. "
+                        "An Autocast kernel casts the inputs, and returns what the kernel below returns (lesson 05, "
+                        "section 7)")
             if out.dtype != dtype and received[-1] == (dtype, dtype):
                 return (f"{what} returned {out.dtype}, though mm2's CPU kernel received {_dtype_names(received[-1])}: "
                         "the torch operations inside that kernel were autocast again, to the region's dtype. Your "
@@ -4071,6 +4102,12 @@ def register_autocast(path: Path) -> Result:
                                 f"`except {error.__name__}` no longer catches it inside autocast. An Autocast kernel "
                                 "casts; what the kernel below raises passes through it as it is (lesson 05, "
                                 "section 7)")
+                    if refusals and raised is not refusals[0]:
+                        return (f"{where}, a call mm2's CPU kernel refuses (shapes {shapes[0]} and {shapes[1]}) with "
+                                f"a {error.__name__}: the caller got a new {type(raised).__name__}, not the one the "
+                                "kernel raised: what the kernel's error carried (its traceback down to the kernel, "
+                                "notes, attributes of its own) is lost. What the kernel below raises passes through "
+                                "an Autocast kernel as it is (lesson 05, section 7)")
             return None
 
         def mixed_refused(where: str, a, b) -> str | None:
@@ -6805,6 +6842,31 @@ def _layer_cost_timers_see_the_callers_settings(answer) -> str | None:
     return None
 
 
+def _layer_cost_keeps_timers(layer_cost) -> str | None:
+    """Nothing of a measurement outlives it: once it returns and the caller drops its timers, they go, with what they
+    refer to (the operator's inputs, a model). Freed by their counts of references, no garbage collection needed."""
+    class Inputs:  # what the caller's timers refer to
+        pass
+
+    inputs = Inputs()
+    alive = weakref.ref(inputs)
+
+    def time_with(inputs=inputs):
+        return 1.5
+
+    def time_without(inputs=inputs):
+        return 1.0
+
+    layer_cost(time_with, time_without, 9)
+    del time_with, time_without, inputs
+    if alive() is None:
+        return None
+    return ("after a measurement returned and the caller dropped its timers, what they refer to (the operator's "
+            "inputs, a model) is still alive: something your file keeps holds the timers (a history of measurements?), "
+            "so every measurement's inputs stay in memory for the life of the process. A measurement keeps nothing "
+            "once it returns")
+
+
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
     _watching_freezes()
@@ -7017,7 +7079,8 @@ def layer_cost(path: Path) -> Result:
                              "statistics) is not the caller's work")
     # Last: two threads at once may leave each other's settings behind.
     if wrong := (_layer_cost_in_threads(answer) or _layer_cost_nested(answer)
-                 or _layer_cost_timers_see_the_callers_settings(answer) or _layer_cost_nested_at_every_call(answer)):
+                 or _layer_cost_timers_see_the_callers_settings(answer) or _layer_cost_nested_at_every_call(answer)
+                 or _layer_cost_keeps_timers(answer)):
         return Result(False, wrong)
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
                         "rounds, silent on noise, a coarse timer's included, measured anew on each call, on the "
@@ -7509,12 +7572,17 @@ def load_before_aoti(path: Path) -> Result:
 
             def python_settings():  # what an import or a call could leave behind in Python's machinery: warnings, logs
                 import logging, warnings
-                levels = {{name or "root": [logging.getLogger(name).level, logging.getLogger(name).disabled]
-                          for name in ("", "torch", "torch._inductor", "torch.export")}}
+                # The root's and torch's loggers: those torch's own code configures, and any of theirs set or disabled
+                # (a logger that a load makes anew is at its defaults, and not listed).
+                levels = {{name or "root": [logger.level, logger.disabled]
+                          for name, logger in [("", logging.root), *logging.root.manager.loggerDict.items()]
+                          if isinstance(logger, logging.Logger) and name.split(".")[0] in ("", "torch")
+                          and (name in ("", "torch", "torch._inductor", "torch.export")
+                               or logger.level or logger.disabled)}}
                 return {{"Python's warning filters (warnings.filters)": repr(warnings.filters),
                         "Python's warning hooks (warnings.showwarning and formatwarning, as logging.captureWarnings "
                         "replaces them)": repr([warnings.showwarning, warnings.formatwarning]),
-                        "the loggers' levels (logging.getLogger(...).setLevel, logging.disable)":
+                        "the loggers' levels (logging.getLogger(...).setLevel and .disabled, logging.disable)":
                             repr([levels, logging.root.manager.disable])}}
 
             def from_the_build():  # the libraries the process loaded from the workbook's build folder
@@ -7523,7 +7591,25 @@ def load_before_aoti(path: Path) -> Result:
                 build = os.path.realpath({str(paths.BUILD)!r}) + os.sep
                 return sorted(p for p in libraries if os.path.realpath(p).startswith(build))
 
-            found, python_found, random_found = process_state(), python_settings(), torch.get_rng_state()
+            def generators():  # torch's, Python's random module's and numpy's: a caller's seeded draws depend on each
+                import hashlib, random
+                states = [torch.get_rng_state().numpy().tobytes(), repr(random.getstate()).encode()]
+                if "numpy" in sys.modules:
+                    legacy = sys.modules["numpy"].random.get_state()
+                    states += [legacy[1].tobytes(), repr(legacy[2:]).encode()]
+                return hashlib.sha256(b"".join(states)).hexdigest()
+
+            def standard_streams():  # what file descriptors 0, 1 and 2 lead to, and Python's sys.stdin, stdout, stderr
+                def file_of(descriptor):
+                    try:
+                        found = os.fstat(descriptor)
+                    except OSError:  # closed
+                        return None
+                    return [found.st_dev, found.st_ino]
+                return [[file_of(n) for n in range(3)], [id(sys.stdin), id(sys.stdout), id(sys.stderr)]]
+
+            found, python_found, random_found = process_state(), python_settings(), generators()
+            streams_found = standard_streams()
             environment_found = _c_environment()
             with open({str(path)!r}, "rb") as file:
                 exec(compile(file.read(), {str(path)!r}, "exec"), answer.__dict__)
@@ -7552,10 +7638,12 @@ def load_before_aoti(path: Path) -> Result:
             sys.addaudithook(note_created)
             allowed = [os.path.realpath(tempfile.gettempdir()), os.path.realpath(os.environ["HOME"])]
 
+            streams_changed = []
+
             def run_watched(model_pt2, x):
                 folders = {{os.path.dirname(os.path.abspath(model_pt2)), os.path.dirname(os.path.realpath(model_pt2))}}
                 before = {{folder: folder_stat(folder).st_mtime_ns for folder in folders}}
-                environment = _c_environment()
+                environment, streams = _c_environment(), standard_streams()
                 inside_run[0] = True
                 try:
                     return given_run(model_pt2, x)
@@ -7574,6 +7662,14 @@ def load_before_aoti(path: Path) -> Result:
                         else:
                             with contextlib.suppress(OSError):
                                 os.remove(name)
+                    if (now := standard_streams()) != streams and not streams_changed:
+                        streams_changed.append(None)
+                        called = os.path.relpath(os.path.abspath(model_pt2), {str(elsewhere)!r})
+                        which = [name for name, was, is_now in zip(
+                            ("file descriptor 0 (standard input)", "file descriptor 1 (standard output)",
+                             "file descriptor 2 (standard error)", "sys.stdin", "sys.stdout", "sys.stderr"),
+                            streams[0] + streams[1], now[0] + now[1]) if was != is_now]
+                        print("STREAMS CHANGED", json.dumps([called, which]), flush=True)
                     changed = environment_changes(environment, _c_environment())
                     if changed and not environment_changed:
                         environment_changed.append(None)
@@ -7588,22 +7684,24 @@ def load_before_aoti(path: Path) -> Result:
             print("IMPORTED", json.dumps({{"state": [found, process_state()],
                                           "python": [what for what, was in python_found.items()
                                                      if python_imported[what] != was],
-                                          "random": bool(torch.equal(random_found, torch.get_rng_state())),
+                                          "random": random_found == generators(),
+                                          "streams": streams_found == standard_streams(),
                                           "grad_mode": torch.is_grad_enabled(), "environment": environment_set}}))
             stop_unless(torch.is_grad_enabled() and found == process_state() and python_imported == python_found
-                        and torch.equal(random_found, torch.get_rng_state()) and not environment_set)
+                        and random_found == generators() and streams_found == standard_streams()
+                        and not environment_set)
 
             torch.set_num_threads(torch.get_num_threads() + 1)  # a server that sizes its pool after the imports
             for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
                 print("CALLING", n)
-                threads, state, random_state = torch.get_num_threads(), process_state(), torch.get_rng_state()
+                threads, state, random_state = torch.get_num_threads(), process_state(), generators()
                 out = answer.run(model_pt2, x)
                 same = [isinstance(out, torch.Tensor) and out.shape == output.shape and torch.allclose(out, output,
                         atol=1e-6) for output in outputs]
                 called = {{"n": n, "same": same, "grad_mode": torch.is_grad_enabled(),
                           "inference": isinstance(out, torch.Tensor) and out.is_inference(),
                           "threads": [threads, torch.get_num_threads()], "state": [state, process_state()],
-                          "random": bool(torch.equal(random_state, torch.get_rng_state())),
+                          "random": random_state == generators(),
                           "package": "workbook_ops" in sys.modules, "from_build": from_the_build(),
                           "python": [what for what, was in python_found.items() if python_settings()[what] != was]}}
                 print("CALLED", json.dumps(called))
@@ -8086,11 +8184,16 @@ def load_before_aoti(path: Path) -> Result:
                              "inherits it (OMP_NUM_THREADS sets a DataLoader worker's or a subprocess's torch "
                              "threads). A module changes nothing of its importer's; what a call needs, it sets "
                              f"around the call, and sets back (lesson 00, section 2).{hint}.")
+    if imported and not imported[0]["streams"]:
+        return Result(False, "in the fresh Python, importing your file left the standard streams (file descriptors 0 "
+                             "to 2, sys.stdin, sys.stdout, sys.stderr) leading elsewhere than before: the caller's own "
+                             "output and errors (its logs, torch's warnings, a crash's traceback) go there from then "
+                             f"on. A module changes nothing of its importer's.{hint}.")
     if imported and not imported[0]["random"]:
-        return Result(False, "in the fresh Python, importing your file changed the random number generator's state "
-                             "(torch.manual_seed, or a draw): a caller that seeded before the import (a test, a "
-                             f"reproducible run) draws other numbers after it. A module changes nothing of its "
-                             f"importer's.{hint}.")
+        return Result(False, "in the fresh Python, importing your file changed the random number generators' "
+                             "states (torch.manual_seed, random.seed, numpy.random.seed, or a draw): a caller that "
+                             "seeded before the import (a test, a reproducible run) draws other numbers after it. A "
+                             f"module changes nothing of its importer's.{hint}.")
     if outside := [json.loads(line.removeprefix("LEFT OUTSIDE ")) for line in lines
                    if line.startswith("LEFT OUTSIDE ")]:
         called, left = outside[0]
@@ -8128,7 +8231,8 @@ def load_before_aoti(path: Path) -> Result:
         if call["state"][0] != call["state"][1] or not call["random"]:
             setting = next((setting for setting, before, after in zip(_SERVER_SETTINGS, *call["state"])
                             if before != after),
-                           "random number generator's state (torch.manual_seed: the caller's own draws repeat)")
+                           "random number generators' states (torch.manual_seed, random.seed, numpy.random.seed: the "
+                           "caller's own draws repeat)")
             return Result(False, f"in the fresh Python, {what} changed the process's {setting}: a setting of the "
                                  "whole process, for everything the caller runs after it. run() changes nothing but "
                                  "its output.")
@@ -8408,6 +8512,13 @@ def load_before_aoti(path: Path) -> Result:
                                                                 "another output than the new release's")
                                  + ": what it reads of a file to know whether it changed is part of the file, not all "
                                  f"of it. {_LOADED_ONCE}{hint}.")
+    if streams := [json.loads(line.removeprefix("STREAMS CHANGED ")) for line in lines
+                   if line.startswith("STREAMS CHANGED ")]:
+        called, which = streams[0]
+        return Result(False, f"in the fresh Python, run() on {called} left {' and '.join(which)} leading elsewhere "
+                             "than before the call: the caller's own output and errors (its logs, torch's warnings, a "
+                             "crash's traceback) go there from then on. What a call changes of the process, it sets "
+                             f"back, a call that fails too (lesson 00, section 2).{hint}.")
     others = [json.loads(line.removeprefix("OTHERS ")) for line in lines if line.startswith("OTHERS ")]
     if others and others[0]["gone"]:
         return Result(False, f"in the fresh Python, {others[0]['gone']} of the {others[0]['made']} files that another "
@@ -9536,6 +9647,12 @@ def _upcast_operators(received: list) -> torch.library.Library:
         out[:2] = x[:2]
         raise ValueError("exercise::resize_then_fail_out: failed after writing out[:2]")
 
+    def relayout_out(x, *, out):  # lays out an out of x's shape as x is laid out: its shape kept, its strides not
+        refusing("relayout_out", x, out)
+        layout = torch.channels_last if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) else None
+        out.resize_(x.shape, memory_format=layout or torch.contiguous_format)
+        return out.copy_(x * 2)
+
     def accumulate_(acc, x):  # writes acc, whatever its floating dtype, and returns it
         refusing("accumulate_", acc, x)
         return acc.add_(x)
@@ -9587,6 +9704,7 @@ def _upcast_operators(received: list) -> torch.library.Library:
             ("accumulate_(Tensor(a!) acc, Tensor x) -> Tensor(a!)", accumulate_, (torch.Tag.inplace,)),
             ("fill_then_fail_(Tensor(a!) x) -> ()", fill_then_fail_, ()),
             ("fill_then_fail_out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)", fill_then_fail_out, (torch.Tag.out,)),
+            ("relayout_out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)", relayout_out, (torch.Tag.out,)),
             ("resize_then_fail_out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)", resize_then_fail_out,
              (torch.Tag.out,)),
             ("cast_sum(Tensor x, *, ScalarType out_dtype) -> Tensor", cast_sum, ()),
@@ -9804,6 +9922,9 @@ def _upcast_cases(half: torch.dtype) -> list[tuple[str, Callable, Callable, Call
          "written float32 argument", lambda d: ((torch.zeros(0), fresh(torch.zeros(0, 0), d)), {}), ops.centre_, same),
         (f"sum_and_first_row(x) in {name}: a new tensor, then a view of x (-> (Tensor, Tensor(a)))",
          lambda d: ((fresh(x, d),), {}), ops.sum_and_first_row, second_a_view_of_x),
+        (f"relayout_out(x, out=out) in {name}, x channels_last, out contiguous of x's shape: a kernel that keeps out's "
+         "shape and lays it out as x", lambda d: ((fresh(c, d),), {"out": torch.empty(2, 3, 4, 5, dtype=d)}),
+         ops.relayout_out, returns(0, "out")),
     ]
 
 

@@ -37,13 +37,13 @@ It calls `run`, in this order:
 - last, on 1025 files in turn, twice.
 
 It checks each output (a tensor the caller can use as any other), the refusals, and:
-- that grad mode, the number of threads, the inter-op threads, whether denormal numbers flush to zero, float32 matmul
-  precision, deterministic algorithms (their warn-only mode too), the default dtype and device, the working directory,
-  the file creation mask (umask) and the random number generator's state are, after each call and after your file is
-  imported, as they were before it (the caller sets the number of threads after the import);
+- that grad mode, the number of threads, the inter-op threads, denormal flushing, float32 matmul precision,
+  deterministic algorithms (warn-only too), the default dtype and device, the working directory, the file creation mask
+  (umask), the standard streams (descriptors 0 to 2, sys.stdout) and the random number generators (torch's, random's,
+  numpy's) are, after the import and each call, as they were before (the caller sets its threads after the import);
 - that your file's import, and each call, leave the environment variables (os.environ, os.putenv) as they were;
-- that Python's warning filters and hooks (warnings.showwarning) and the loggers' levels are as they were before the
-  import, both after it and once the calls are done;
+- that Python's warning filters and hooks (warnings.showwarning) and the loggers' levels (disabled too) are as they were
+  before the import, both after it and once the calls are done;
 - that the calls write nothing in a release's folder, leave nothing they make anywhere but the temporary and home
   folders, remove nothing they did not make, and grow neither the temporary folder (what the loader itself unpacks
   aside: lesson 08, section 3), nor the home folder (where a cache would go), nor the models the process keeps loaded: a

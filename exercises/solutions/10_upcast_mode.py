@@ -98,6 +98,9 @@ class Upcast(TorchDispatchMode):
         # The mode is off while this method runs: .float() and copy_ below go straight to their kernels.
         upcast_args, upcast_kwargs = tree_map(_float32, args), tree_map(_float32, kwargs)
         upcast_args, upcast_kwargs = _one_copy_each((args, kwargs), (upcast_args, upcast_kwargs))
+        # Each copy's layout as sent: a kernel may lay out a written argument anew (resize_ with a memory format).
+        sent_layouts = {id(t): (t.shape, t.stride()) for t in tree_flatten((upcast_args, upcast_kwargs))[0]
+                        if isinstance(t, torch.Tensor)}
         raised = None
         try:
             result = func(*upcast_args, **upcast_kwargs)
@@ -118,6 +121,9 @@ class Upcast(TorchDispatchMode):
                 if copy is not caller:
                     if caller.shape != copy.shape:  # an out= buffer the kernel resized: as the kernel laid it out
                         caller.resize_(copy.shape).as_strided_(copy.shape, copy.stride())
+                    sent_shape, sent_strides = sent_layouts[id(copy)]
+                    if copy.shape == sent_shape and copy.stride() != sent_strides:  # or laid out anew at its shape
+                        caller.as_strided_(copy.shape, copy.stride())
                     caller.copy_(copy)  # into the caller's own memory: its views, and its base, see it
                 originals[id(copy)] = caller  # a float32 one, not copied, too: returned as it is
 

@@ -7506,7 +7506,7 @@ def load_before_aoti(path: Path) -> Result:
                         or path.endswith(".wrapper.so (deleted)") and path.removesuffix(" (deleted)") in alive}}
 
             models_loaded = []  # (a weak reference to a model load_package loaded, the libraries its load mapped)
-            others_files = []  # the files of other processes' that appeared in the temporary folder during loads
+            others_files = []  # files made in the temporary folder as each load began, as another process makes them
 
             def loading(*args, **kwargs):
                 if stand_in_for:

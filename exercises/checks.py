@@ -1568,9 +1568,9 @@ def meta_kernel(path: Path) -> Result:
             refusal = str(error).splitlines()[0]
         try:
             kernel_at("Meta")(a, b)
-        except Exception as error:  # noqa: BLE001 - a refusal of any type (TORCH_CHECK_TYPE's is a TypeError)
-            if isinstance(error, RuntimeError):
-                continue
+        except RuntimeError:  # the CPU kernel's kind of refusal
+            continue
+        except Exception as error:  # noqa: BLE001 - another kind (TORCH_CHECK_TYPE's is a TypeError): said below
             return Result(False, f"on a {_described(a)} tensor on {a.device} and a {_described(b)} tensor on "
                                  f"{b.device}, your kernel raises {type(error).__name__}, where the CPU kernel raises "
                                  f"RuntimeError ({refusal}): a caller that handles the operator's refusals (except "
@@ -7618,7 +7618,7 @@ def load_before_aoti(path: Path) -> Result:
             # run() writes nothing beside the release it is given (a read-only volume, an image's layer): the folder
             # its name gives, and the one it resolves to, keep their times to the nanosecond through the call. And it
             # leaves the process's environment as it found it (a TMPDIR of its own for a load, say).
-            given_run, wrote_beside, environment_changed = answer.run, [], []
+            given_run, wrote_beside, environment_changed, streams_changed = answer.run, [], [], []
             # And what it makes outside the temporary and home folders (whose growth the steps below measure): every
             # file or folder a call creates through Python (open for writing, os.mkdir: tempfile's, shutil's) is noted
             # by an audit hook, and one still there after the call is reported, then removed (a scratch copy of each
@@ -7637,8 +7637,6 @@ def load_before_aoti(path: Path) -> Result:
 
             sys.addaudithook(note_created)
             allowed = [os.path.realpath(tempfile.gettempdir()), os.path.realpath(os.environ["HOME"])]
-
-            streams_changed = []
 
             def run_watched(model_pt2, x):
                 folders = {{os.path.dirname(os.path.abspath(model_pt2)), os.path.dirname(os.path.realpath(model_pt2))}}
@@ -7681,15 +7679,13 @@ def load_before_aoti(path: Path) -> Result:
                         print("WROTE BESIDE", json.dumps(os.path.basename(os.fspath(model_pt2))), flush=True)
 
             answer.run = run_watched
-            print("IMPORTED", json.dumps({{"state": [found, process_state()],
-                                          "python": [what for what, was in python_found.items()
-                                                     if python_imported[what] != was],
-                                          "random": random_found == generators(),
-                                          "streams": streams_found == standard_streams(),
-                                          "grad_mode": torch.is_grad_enabled(), "environment": environment_set}}))
-            stop_unless(torch.is_grad_enabled() and found == process_state() and python_imported == python_found
-                        and random_found == generators() and streams_found == standard_streams()
-                        and not environment_set)
+            imported = {{"state": [found, process_state()],
+                        "python": [what for what, was in python_found.items() if python_imported[what] != was],
+                        "random": random_found == generators(), "streams": streams_found == standard_streams(),
+                        "grad_mode": torch.is_grad_enabled(), "environment": environment_set}}
+            print("IMPORTED", json.dumps(imported))
+            stop_unless(imported["grad_mode"] and found == imported["state"][1] and not imported["python"]
+                        and imported["random"] and imported["streams"] and not environment_set)
 
             torch.set_num_threads(torch.get_num_threads() + 1)  # a server that sizes its pool after the imports
             for n, (model_pt2, x, outputs) in enumerate(torch.load({str(Path(elsewhere) / "calls.pt")!r})):
@@ -9649,8 +9645,8 @@ def _upcast_operators(received: list) -> torch.library.Library:
 
     def relayout_out(x, *, out):  # lays out an out of x's shape as x is laid out: its shape kept, its strides not
         refusing("relayout_out", x, out)
-        layout = torch.channels_last if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) else None
-        out.resize_(x.shape, memory_format=layout or torch.contiguous_format)
+        channels_last = x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last)
+        out.resize_(x.shape, memory_format=torch.channels_last if channels_last else torch.contiguous_format)
         return out.copy_(x * 2)
 
     def accumulate_(acc, x):  # writes acc, whatever its floating dtype, and returns it

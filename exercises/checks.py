@@ -1316,6 +1316,8 @@ def composite_key(path: Path) -> Result:
             problems.append(f"after the check's calls, your file keeps a tensor in its variable `{name}`: each call's "
                             "tensors outlive the call, their memory and graph with them, and a training loop's pile up "
                             "step after step. A kernel returns its output and keeps nothing")
+        if not problems and (told := _softplus2_keeps_nothing(op)):
+            problems.append(told)
         if answer.KEY == "CompositeImplicitAutograd":  # the key is right: the kernel is at fault
             hint = ("\nThe key is right; look at the kernel. Lesson 02, sections 3 and 4: a composite kernel runs on "
                     "every kind of tensor that reaches it, with autograd watching: torch operations only, in the "
@@ -1324,6 +1326,34 @@ def composite_key(path: Path) -> Result:
             hint = ("\nLook again at lesson 02, section 3: the entries of the dispatch table each composite key "
                     "fills, and what autograd sees of the kernel there.")
         return Result(not problems, "\n".join(problems) + hint if problems else f"{answer.KEY}: every case works")
+
+
+def _softplus2_keeps_nothing(op) -> str | None:
+    """A call's input and output are freed as soon as the caller drops them, by reference counting, as torch's own
+    operators' are: nothing of the reader's (a default argument, a function's attribute, a closure) keeps them."""
+    import gc
+    import weakref
+
+    for device, requires_grad in (("cpu", False), ("cpu", True), ("meta", True)):
+        gc.disable()  # a cycle would wait for the collector: freed late, not at once
+        try:
+            x = torch.randn(4, device=device, requires_grad=requires_grad)
+            out = op(x)
+            refs = {"input": weakref.ref(x), "output": weakref.ref(out)}
+            del x, out
+            kept = [what for what, ref in refs.items() if ref() is not None]
+        finally:
+            gc.enable()
+        if kept:
+            gc.collect()
+            until = ("until Python's cycle collector runs" if all(refs[what]() is None for what in kept)
+                     else "for good")
+            grad = ", requiring grad" if requires_grad else ""
+            return (f"a call's {' and '.join(kept)} ({device}{grad}), dropped by the caller, stayed alive {until}: "
+                    "something of your file's (a default argument, an attribute of the function, a closure) keeps "
+                    "what a call made or was given, and a training loop's tensors pile up step after step. A kernel "
+                    "returns its output and keeps nothing")
+    return None
 
 
 def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -2088,6 +2118,8 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
             problems.append("gradgradcheck failed (of add_(x, other) ** 2): with create_graph=True (a gradient "
                             "penalty, a Hessian-vector product) the gradients your backward returns must themselves be "
                             "differentiable: a backward that detaches them, or computes outside autograd, stops there")
+        elif told := _sum_gradients_differentiable(lambda a, b: op(a.clone(), b), ("x", "other")):
+            problems.append(told + " (lesson 03, section 4)")
     if not problems and (told := _complex_gradients(lambda x, other: op(x.clone(), other),
                                                     lambda x, other: x.clone().add_(other), ("x", "other"),
                                                     "x.clone().add_(other)")
@@ -2375,6 +2407,30 @@ def _complex_gradients(call, reference, names: tuple[str, ...], formula: str,
                     f"{formula} gives {_complex_shown(want)}: for complex tensors, backward receives and returns "
                     "gradients as torch's own formulas do (its docs: Autograd for Complex Numbers), and a real "
                     "gradient at the output cannot tell a wrong one")
+    return None
+
+
+def _sum_gradients_differentiable(call, names: tuple[str, str]) -> str | None:
+    """For a sum of two float64 inputs: with create_graph=True and a grad_output that requires grad (double backward: a
+    gradient penalty, a Hessian-vector product), each gradient the backward returns requires grad and is grad_output
+    to autograd too. gradgradcheck checks only the gradients that require grad: a detached one slips by it."""
+    inputs = tuple(torch.randn(3, dtype=torch.float64, requires_grad=True) for _ in names)
+    grad_output = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    gradients = torch.autograd.grad(call(*inputs), inputs, grad_output, create_graph=True, allow_unused=True)
+    weights = torch.randn(3, dtype=torch.float64)
+    for name, gradient in zip(names, gradients):
+        if gradient is None:
+            continue  # no gradient at all: the checks before this one say so
+        if not gradient.requires_grad:
+            return (f"with create_graph=True and a grad_output that requires grad (double backward: a gradient "
+                    f"penalty, a Hessian-vector product), the gradient of `{name}` your backward returned does not "
+                    "require grad: detached (grad.detach(), or computed under torch.no_grad()), so its derivative is "
+                    "lost. gradgradcheck checks only the gradients that require grad, and cannot tell")
+        (through,) = torch.autograd.grad((gradient * weights).sum(), grad_output, allow_unused=True)
+        if through is None or not torch.allclose(through, weights):
+            return (f"with create_graph=True, the gradient of `{name}` your backward returned is grad_output's "
+                    "values but not, to autograd, grad_output: its derivative by grad_output is "
+                    f"{'none' if through is None else 'wrong'}")
     return None
 
 
@@ -6343,8 +6399,9 @@ def _layer_cost_in_threads(answer) -> str | None:
         return None
 
     wrong = []
-    first = threading.Thread(target=lambda: wrong.append(measured("first", "second", 0.4, 15)))
-    second = threading.Thread(target=lambda: wrong.append(measured("second", "first", 1.2, 16)))
+    # Daemons: where the two wait for each other for good, the check reports it (_on_the_clock) and its process ends.
+    first = threading.Thread(target=lambda: wrong.append(measured("first", "second", 0.4, 15)), daemon=True)
+    second = threading.Thread(target=lambda: wrong.append(measured("second", "first", 1.2, 16)), daemon=True)
     first.start()
     first.join()
     if second.ident is not None:  # started (by the first's second timed call)
@@ -6589,6 +6646,34 @@ def _scheduling_policy(policy: int) -> str:
 
     return next((f"os.{name}" for name in dir(os) if name.startswith("SCHED_") and name != "SCHED_RESET_ON_FORK"
                  and getattr(os, name) == policy), str(policy))
+
+
+class _NotDoneOnTheClock(BaseException):
+    """A scenario ran past its time on the clock (a BaseException: an answer's `except Exception` lets it by)."""
+
+
+def _on_the_clock(scenario, answer, what: str, seconds: float = 20.0) -> str | None:
+    """scenario(answer), or a diagnosis once it has run `seconds` on the clock (each takes well under one): the
+    handler of ITIMER_REAL's signal, on the main thread, interrupts a wait there (a lock's acquire, a thread's join)
+    as it does a loop. Waiting uses no processor time, so the runner's watchdog would wait five times its limit."""
+    import signal
+
+    def expired(signum, frame):
+        raise _NotDoneOnTheClock
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return scenario(answer)
+    except _NotDoneOnTheClock:
+        return (f"{what}: not done after {seconds:g} s on the clock, where each measurement "
+                "takes well under a second: one call of your function waited for something another held (a lock "
+                "of your file's, taken for a whole measurement, which a measurement inside a timer, or one in "
+                "another thread whose timer takes turns with this one's, waits for: a deadlock). Measurements share "
+                "nothing, so they need no lock: each keeps its own samples")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _layer_cost_nested(answer) -> str | None:
@@ -7078,8 +7163,11 @@ def layer_cost(path: Path) -> Result:
                              "run under the caller's modes; a measurement's own arithmetic (its order of sides, its "
                              "statistics) is not the caller's work")
     # Last: two threads at once may leave each other's settings behind.
-    if wrong := (_layer_cost_in_threads(answer) or _layer_cost_nested(answer)
-                 or _layer_cost_timers_see_the_callers_settings(answer) or _layer_cost_nested_at_every_call(answer)
+    if wrong := (_on_the_clock(_layer_cost_in_threads, answer, "two measurements at once, in two threads taking turns")
+                 or _on_the_clock(_layer_cost_nested, answer, "a measurement inside a timer of another's")
+                 or _layer_cost_timers_see_the_callers_settings(answer)
+                 or _on_the_clock(_layer_cost_nested_at_every_call, answer,
+                                  "a measurement inside every call of another's timer")
                  or _layer_cost_keeps_timers(answer)):
         return Result(False, wrong)
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
@@ -7343,6 +7431,11 @@ def load_before_aoti(path: Path) -> Result:
             with torch.no_grad():
                 middles.append((middle, [model(middle) for model, _ in models]))
         torch.save(middles, Path(elsewhere) / "middles.pt")
+        # Batches the package takes that no other call sends, with the first model's outputs: its fewest rows (2,
+        # AOTInductor's lower bound for a dynamic size, though export's range starts at 0) and more than any other.
+        with torch.no_grad():
+            batches = [(x, models[0][0](x)) for x in (torch.randn(rows, 32, generator=generator) for rows in (2, 300))]
+        torch.save(batches, Path(elsewhere) / "batches.pt")
         # The two files of one time too, as tar, unzip, cp -p and rsync -t deploy them, their metadata changed in one
         # tick of the file system's clock: size, modification and change times alike; only the file (its inode) differs.
         stamp = Path(calls[0][0]).stat().st_mtime_ns
@@ -8087,6 +8180,16 @@ def load_before_aoti(path: Path) -> Result:
                 out, torch.load({str(changed_release / "output.pt")!r}), atol=1e-6))),
                                         "old": bool(torch.allclose(out, outputs_race[0], atol=1e-6))}}))
             stop_unless(same)
+            # The package's fewest rows and a batch larger than any before, on the loaded file of the first model.
+            served = {{}}
+            for x_rows, output in torch.load({str(Path(elsewhere) / "batches.pt")!r}):
+                try:
+                    out = answer.run(at_once, x_rows)
+                    served[len(x_rows)] = "same" if torch.allclose(out, output, atol=1e-5) else "another output"
+                except Exception as error:  # noqa: BLE001 - a refusal of the reader's, whatever its type
+                    served[len(x_rows)] = f"{{type(error).__name__}}: {{str(error).strip()[:300]}}"
+            print("BATCHES", json.dumps(served))
+            stop_unless(all(what == "same" for what in served.values()))
             print("OTHERS", json.dumps({{"gone": (gone := sum(not os.path.exists(name) for name in others_files)),
                                         "made": len(others_files)}}))
             stop_unless(gone == 0)
@@ -8113,6 +8216,12 @@ def load_before_aoti(path: Path) -> Result:
             print("FROM THE BUILD", json.dumps(from_the_build()))
         """
         limit = WATCHDOG.seconds or 600  # the runner's limit on the reader's code: torch's import is in it too
+        # A package's first load probes which vector instructions the CPU runs, once per Inductor cache (a compile of
+        # some seconds, whose files stay in the cache: $TORCHINDUCTOR_CACHE_DIR, which the fresh Python inherits).
+        # Done here, so that what the fresh Python finds made outside its folders is the reader's, not torch's.
+        from torch._inductor import cpu_vec_isa
+
+        cpu_vec_isa.pick_vec_isa()
         try:
             printed = shipping.run_python(program, Path(site), check=False, timeout=limit)
         except subprocess.TimeoutExpired:
@@ -8515,6 +8624,16 @@ def load_before_aoti(path: Path) -> Result:
                              "than before the call: the caller's own output and errors (its logs, torch's warnings, a "
                              "crash's traceback) go there from then on. What a call changes of the process, it sets "
                              f"back, a call that fails too (lesson 00, section 2).{hint}.")
+    batches = [json.loads(line.removeprefix("BATCHES ")) for line in lines if line.startswith("BATCHES ")]
+    if batches and (wrong := [(rows, what) for rows, what in batches[0].items() if what != "same"]):
+        rows, what = wrong[0]
+        which = ("the fewest the package takes" if rows == "2" else "more than any request before")
+        return Result(False, f"in the fresh Python, run() on {rows} rows of the first model's input ({which}), on a "
+                             "file it had loaded: " + ("not the model's output" if what == "another output" else
+                                                       f"it raised {what}") + ". The package was exported with a "
+                             "dynamic batch (torch.export.Dim): it takes any number of rows from 2 on (AOTInductor's "
+                             "lower bound for a dynamic size), and a request it takes is served, whatever its size"
+                             f"{hint}.")
     others = [json.loads(line.removeprefix("OTHERS ")) for line in lines if line.startswith("OTHERS ")]
     if others and others[0]["gone"]:
         return Result(False, f"in the fresh Python, {others[0]['gone']} of the {others[0]['made']} files that another "
@@ -8821,6 +8940,8 @@ def stable_autograd(path: Path) -> Result:
         return Result(False, "gradgradcheck failed for float64 inputs: with create_graph=True (double backward, a "
                              "gradient penalty) the gradients your backward returns must themselves be differentiable "
                              "(lesson 04, section 2)" + hint)
+    if told := _sum_gradients_differentiable(op, ("self", "other")):
+        return Result(False, told + " (lesson 04, section 2)" + hint)
     # add's backward reads neither input: inputs written after the call (a buffer used again) must not stop it.
     a, b = (torch.ones(3, 4, requires_grad=True).clone() for _ in range(2))
     out = op(a, b)

@@ -34,7 +34,7 @@ It calls `run`, in this order:
 - from four threads at once, on a release not loaded yet, two by its name and two by a hard link (parallel requests);
 - on a file it has loaded, once a release of that model whose weights changed is deployed over it (the same size,
   times, first 4 MiB and last MiB, and CRC-32, the whole file's and each of its files': only the middle differs);
-- last, on 1025 files in turn, twice.
+- on the fewest rows the package takes, then on more rows than any call above; last, on 1025 files in turn, twice.
 
 It checks each output (a tensor the caller can use as any other), the refusals, and:
 - that grad mode, the number of threads, the inter-op threads, denormal flushing, float32 matmul precision,

@@ -1784,7 +1784,11 @@ def fallthrough(path: Path) -> Result:
         answer = load_python(path)  # kept: a Library the module holds lives as long as the module
         thread, filters = thread_state(), list(warnings.filters)
         process, warn_always = _process_state(), torch.is_warn_always_enabled()
-        answer.register(library)
+        try:
+            answer.register(library)
+        except Exception as error:  # noqa: BLE001 - torch refuses a registration with whatever error it maps to
+            return Result(False, f"register raised {_raised(error, path)}\nLook again at lesson 03, section 2: a "
+                                 "fallthrough, and the dispatch table of one operator it is registered in.")
         process_changed = _process_state_changed(process)  # said after the steps below: they were there first
         warn_always_changed = torch.is_warn_always_enabled() != warn_always
         torch.set_warn_always(warn_always)

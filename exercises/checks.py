@@ -1316,7 +1316,7 @@ def composite_key(path: Path) -> Result:
             problems.append(f"after the check's calls, your file keeps a tensor in its variable `{name}`: each call's "
                             "tensors outlive the call, their memory and graph with them, and a training loop's pile up "
                             "step after step. A kernel returns its output and keeps nothing")
-        if not problems and (told := _softplus2_keeps_nothing(op)):
+        if not problems and (told := _softplus2_keeps_nothing(op) or _softplus2_input_left_alone(op)):
             problems.append(told)
         if answer.KEY == "CompositeImplicitAutograd":  # the key is right: the kernel is at fault
             hint = ("\nThe key is right; look at the kernel. Lesson 02, sections 3 and 4: a composite kernel runs on "
@@ -1354,6 +1354,22 @@ def _softplus2_keeps_nothing(op) -> str | None:
                     "what a call made or was given, and a training loop's tensors pile up step after step. A kernel "
                     "returns its output and keeps nothing")
     return None
+
+
+def _softplus2_input_left_alone(op) -> str | None:
+    """The schema writes nothing: a call leaves x as it found it, its values and its version, on a contiguous float32
+    x that requires no grad (where a kernel might think a write, undone, goes unseen), 2x past float32's range too."""
+    x = torch.tensor([3e38, 1.0, -2.0])
+    values, version = x.clone(), x._version
+    op(x)
+    if torch.equal(x, values) and x._version == version:
+        return None
+    changed = (f"its values from {values.tolist()} to {x.tolist()}" if not torch.equal(x, values) else
+               f"its version counter from {version} to {x._version} (its values written and written back)")
+    return (f"a call on a contiguous float32 x that requires no grad changed {changed}: the schema (Tensor x, no (a!)) "
+            "promises x is not written, and a write undone is a write: a backward that saved x for another operation "
+            "refuses to run once its version moved, another thread reads x meanwhile, and a value past float32's range "
+            "halfway does not come back (lesson 01, aliasing)")
 
 
 def _outer_samples() -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -1720,8 +1736,33 @@ def meta_kernel(path: Path) -> Result:
             return Result(False, f"on meta tensors, {what}, your kernel returns shape {list(fake.shape)}, "
                                  f"{fake.dtype}, strides {list(fake.stride())}; the CPU kernel {list(real.shape)}, "
                                  f"{real.dtype}, {list(real.stride())} (lesson 02, section 2)")
+    if kept := _outer_keeps(outer):
+        return Result(False, kept)
     return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
                         "its refusals, one compile for three sizes, a size no trace knows, and four threads at once")
+
+
+def _outer_keeps(outer) -> str | None:
+    """A call's inputs and output are freed as soon as the caller drops them, as torch's own kernels' are: nothing of
+    the kernel's (a static, a global) keeps one. (A tensor made in C++ that C++ still holds keeps its Python object
+    alive too: torch preserves it.)"""
+    import gc
+
+    gc.disable()  # a cycle would wait for the collector: freed late, not at once
+    try:
+        a, b = torch.empty(2, 3, device="meta"), torch.empty(4, device="meta")
+        out = outer(a, b)
+        refs = {"the input `a`": weakref.ref(a), "the input `b`": weakref.ref(b), "the output": weakref.ref(out)}
+        del a, b, out
+        kept = [what for what, ref in refs.items() if ref() is not None]
+    finally:
+        gc.enable()
+    if not kept:
+        return None
+    return (f"{' and '.join(kept)} of a call on meta tensors stayed alive once the caller dropped them: something of "
+            "your kernel's (a static, a global) keeps them. Under torch.compile these are fake tensors, each holding "
+            "its trace's fake mode (FakeTensor.fake_mode, torch/_subclasses/fake_tensor.py). A kernel returns its "
+            "output and keeps nothing (lesson 02, section 2)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2123,7 +2164,7 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                             "penalty, a Hessian-vector product) the gradients your backward returns must themselves be "
                             "differentiable: a backward that detaches them, or computes outside autograd, stops there")
         elif told := _sum_gradients_differentiable(lambda a, b: op(a.clone(), b), ("x", "other")):
-            problems.append(told + " (lesson 03, section 4)")
+            problems.append(told)
     if not problems and (told := _complex_gradients(lambda x, other: op(x.clone(), other),
                                                     lambda x, other: x.clone().add_(other), ("x", "other"),
                                                     "x.clone().add_(other)")
@@ -2169,7 +2210,10 @@ def _inplace_calls(op, ran: list[str], autograd_runs: list) -> list[str]:
                                                         torch.full((3,), 2 + 3j, dtype=torch.complex128))),
                                           "y = x.clone(), x complex of tangent [1-1j, 1-1j, 1-1j], and other complex "
                                           "of tangent [2+3j, 2+3j, 2+3j], add_(y, other)", 3 + 2j, "AddInPlace")
-                         or _forward_mode_alike(op)):
+                         or _forward_mode_alike(op)
+                         # Last, once the complex gradients are right: double backward across dtypes too.
+                         or _sum_gradients_differentiable(lambda a, b: op(a.clone(), b), ("x", "other"), (
+                             (torch.complex128, torch.complex64), (torch.complex128, torch.float64)))):
         problems.append(told)
     return problems
 
@@ -2414,27 +2458,35 @@ def _complex_gradients(call, reference, names: tuple[str, ...], formula: str,
     return None
 
 
-def _sum_gradients_differentiable(call, names: tuple[str, str]) -> str | None:
-    """For a sum of two float64 inputs: with create_graph=True and a grad_output that requires grad (double backward: a
-    gradient penalty, a Hessian-vector product), each gradient the backward returns requires grad and is grad_output
-    to autograd too. gradgradcheck checks only the gradients that require grad: a detached one slips by it."""
-    inputs = tuple(torch.randn(3, dtype=torch.float64, requires_grad=True) for _ in names)
-    grad_output = torch.randn(3, dtype=torch.float64, requires_grad=True)
-    gradients = torch.autograd.grad(call(*inputs), inputs, grad_output, create_graph=True, allow_unused=True)
-    weights = torch.randn(3, dtype=torch.float64)
-    for name, gradient in zip(names, gradients):
-        if gradient is None:
-            continue  # no gradient at all: the checks before this one say so
-        if not gradient.requires_grad:
-            return (f"with create_graph=True and a grad_output that requires grad (double backward: a gradient "
-                    f"penalty, a Hessian-vector product), the gradient of `{name}` your backward returned does not "
-                    "require grad: detached (grad.detach(), or computed under torch.no_grad()), so its derivative is "
-                    "lost. gradgradcheck checks only the gradients that require grad, and cannot tell")
-        (through,) = torch.autograd.grad((gradient * weights).sum(), grad_output, allow_unused=True)
-        if through is None or not torch.allclose(through, weights):
-            return (f"with create_graph=True, the gradient of `{name}` your backward returned is grad_output's "
-                    "values but not, to autograd, grad_output: its derivative by grad_output is "
-                    f"{'none' if through is None else 'wrong'}")
+def _sum_gradients_differentiable(call, names: tuple[str, str],
+                                  dtypes: tuple = ((torch.float64, torch.float64),)) -> str | None:
+    """For a sum of two inputs (of each pair of `dtypes`): with create_graph=True and a grad_output that requires grad
+    (double backward: a gradient penalty, a Hessian-vector product), each gradient the backward returns requires grad,
+    and, in float64, is grad_output to autograd too. gradgradcheck checks only the gradients that require grad, and
+    only in the dtypes it is given: a detached one slips by it."""
+    for dtype_pair in dtypes:
+        inputs = tuple(torch.randn(3, dtype=dtype, requires_grad=True) for dtype in dtype_pair)
+        grad_output = torch.randn(3, dtype=dtype_pair[0], requires_grad=True)
+        gradients = torch.autograd.grad(call(*inputs), inputs, grad_output, create_graph=True, allow_unused=True)
+        weights = torch.randn(3, dtype=torch.float64)
+        said = ("" if len(set(dtype_pair)) == 1 else
+                f", a {dtype_pair[1]} `{names[1]}` added into a {dtype_pair[0]} `{names[0]}`")
+        for name, gradient in zip(names, gradients):
+            if gradient is None:
+                continue  # no gradient at all: the checks before this one say so
+            if not gradient.requires_grad:
+                return (f"with create_graph=True and a grad_output that requires grad (double backward: a gradient "
+                        f"penalty, a Hessian-vector product){said}, the gradient of `{name}` your backward returned "
+                        "does not require grad: detached (grad.detach(), or computed under torch.no_grad()), so its "
+                        "derivative is lost. gradgradcheck checks only the gradients that require grad, and cannot "
+                        "tell")
+            if dtype_pair != (torch.float64, torch.float64):
+                continue
+            (through,) = torch.autograd.grad((gradient * weights).sum(), grad_output, allow_unused=True)
+            if through is None or not torch.allclose(through, weights):
+                return (f"with create_graph=True, the gradient of `{name}` your backward returned is grad_output's "
+                        "values but not, to autograd, grad_output: its derivative by grad_output is "
+                        f"{'none' if through is None else 'wrong'}")
     return None
 
 
@@ -3344,18 +3396,26 @@ def _cube_module_state_while_running(cube, module) -> str | None:
     module's variable is both calls'. Seen at each operation backward calls, by a TorchDispatchMode around it."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    held = []
+    held, filters, filtered = [], warnings.filters, list(warnings.filters)
 
     class Watching(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             if not held and (name := _variable_holding_a_tensor(module)):
                 held.append(name)
+            if not held and (warnings.filters is not filters or warnings.filters != filtered):
+                held.append(None)
             return func(*args, **(kwargs or {}))
 
     x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
     out = cube(x).sum()
     with Watching():
         torch.autograd.grad(out, x)
+    if held and held[0] is None:
+        return ("while backward ran, Python's warning filters were not the caller's (warnings.catch_warnings and a "
+                "filter of yours?): they are the process's, not the call's, so meanwhile every thread's warnings "
+                "went through yours, and two threads run backward at once (a server's requests, a data-parallel "
+                "step). catch_warnings sets them back when it ends, but is not thread-safe (Python's documentation "
+                "of warnings.catch_warnings): two overlapping backwards can leave yours in place for good.")
     if held:
         return (f"while backward ran, your file held a tensor in its variable `{held[0]}`: autograd runs a CPU "
                 "backward on the thread that calls backward, so two threads (a server's requests, a data-parallel "
@@ -5586,7 +5646,7 @@ def _vmap_rule_gradients() -> str | None:
     shares): the kernel's result keeps its graph to both, as the fallback loop's does (rowdot's Python kernel is made of
     torch operations, which record)."""
     for in_dims, batched, shared, size in (((0, None), "x", "y", 4), ((None, 0), "y", "x", 4),
-                                           ((0, None), "x", "y", 0)):
+                                           ((0, None), "x", "y", 0), ((None, 0), "y", "x", 0)):
         x = torch.randn(*((size, 5, 6) if in_dims[0] == 0 else (5, 6)), requires_grad=True)
         y = torch.randn(*((size, 5, 6) if in_dims[1] == 0 else (5, 6)), requires_grad=True)
         case = (f"with {batched} batched and {shared} not (a weight every example shares), both requiring grad "
@@ -6004,8 +6064,10 @@ def records_graph(path: Path) -> Result:
                 forward_ad.exit_dual_level()
     if not wrong:
         wrong = _records_graph_after_changes(answer) or _records_graph_sparse_beside_a_tangent(answer)
+    if not wrong and (told := _records_graph_on_a_broadcast(answer)):
+        return Result(False, f"{told}.\nLook again at {lesson}.")
     if not wrong:
-        return Result(True, f"right in all {count + 5} cases, on tensors whose flags changed between two questions too")
+        return Result(True, f"right in all {count + 7} cases, on tensors whose flags changed between two questions too")
     more = f" (and {len(wrong) - 1} more case{'s' if len(wrong) > 2 else ''})" if len(wrong) > 1 else ""
     return Result(False, f"your answer differs from what torch's own operators do for: {wrong[0]}{more}.\nLook again "
                          f"at {lesson} and lesson 00, section 2.")
@@ -6029,6 +6091,31 @@ class _PrintedItsOwnWay(torch.Tensor):
 def _huge_sparse() -> torch.Tensor:
     """A sparse COO tensor of shape [10**6, 10**6] with 3 elements (48 bytes of values and indices)."""
     return torch.sparse_coo_tensor(torch.tensor([[0, 5, 999_999], [7, 5, 0]]), torch.ones(3), (10**6, 10**6))
+
+
+def _records_graph_on_a_broadcast(answer) -> str | None:
+    """Flags answer the question, never the data: a dense input expanded to [2**20, 2**20] (a broadcast bias: 4 bytes
+    of memory, 4 TB as a copy), in torch.no_grad() inside a dual level, beside a tensor with a tangent and beside one
+    without. An answer that copies its inputs (clone, contiguous) to read them cannot."""
+    import torch.autograd.forward_ad as forward_ad
+
+    broadcast = torch.zeros(()).expand(2**20, 2**20)
+    with torch.no_grad(), forward_ad.dual_level():
+        for what, other, want in (("a tensor with a forward-mode tangent", forward_ad.make_dual(torch.ones(1),
+                                                                                                 torch.ones(1)), True),
+                                  ("a tensor with no tangent", torch.ones(1), False)):
+            case = (f"in torch.no_grad() inside forward_ad.dual_level(), a tensor of 4 bytes expanded to [1048576, "
+                    f"1048576] (a broadcast: 4 TB as a dense copy) beside {what}")
+            try:
+                yours = answer(broadcast, other)
+            except Exception as error:  # noqa: BLE001 - the reader's code may raise anything
+                return (f"{case}: your function raised {type(error).__name__}: {str(error).strip()[:150]}. It copied "
+                        "a tensor to answer a question its flags answer: a copy costs what the tensor's data costs, "
+                        "on every call of the kernel, and an expanded tensor's copy is as large as its shape")
+            if yours is not want:
+                does = "records a graph" if want else "records nothing"
+                return f"{case}: torch's own operators' call {does}; your answer: {yours}"
+    return None
 
 
 def _records_graph_sparse_beside_a_tangent(answer) -> list[str]:
@@ -7478,8 +7565,20 @@ def load_before_aoti(path: Path) -> Result:
         import textwrap
 
         environment_reader = textwrap.indent(_C_ENVIRONMENT_SOURCE, " " * 12).lstrip()
+        # The runner's limit on the reader's code, in processor time as the runner counts it (a loaded machine, a test
+        # run's workers beside it, slows the clock, not the work): torch's import is in it too.
+        limit = WATCHDOG.seconds or 600
         program = f"""
-            import contextlib, json, os, shutil, sys, types, torch, weakref
+            import os, signal
+
+            def over_time(signum, frame):
+                print("OVER TIME", flush=True)
+                os._exit(0)
+
+            signal.signal(signal.SIGPROF, over_time)
+            signal.setitimer(signal.ITIMER_PROF, {limit!r})
+
+            import contextlib, json, shutil, sys, types, torch, weakref
 
             {environment_reader}
 
@@ -8219,22 +8318,26 @@ def load_before_aoti(path: Path) -> Result:
                                                            if python_now[what] != was]}}))
             print("FROM THE BUILD", json.dumps(from_the_build()))
         """
-        limit = WATCHDOG.seconds or 600  # the runner's limit on the reader's code: torch's import is in it too
         # A package's first load probes which vector instructions the CPU runs, once per Inductor cache (a compile of
         # some seconds, whose files stay in the cache: $TORCHINDUCTOR_CACHE_DIR, which the fresh Python inherits).
         # Done here, so that what the fresh Python finds made outside its folders is the reader's, not torch's.
         from torch._inductor import cpu_vec_isa
 
         cpu_vec_isa.pick_vec_isa()
+        waited = limit * (WATCHDOG.WALL_FACTOR - 1)  # on the clock: within the runner's own wall-clock limit
         try:
-            printed = shipping.run_python(program, Path(site), check=False, timeout=limit)
+            printed = shipping.run_python(program, Path(site), check=False, timeout=waited)
         except subprocess.TimeoutExpired:
-            return Result(False, f"in the fresh Python, your code ran for {limit:.0f} s without finishing: does it "
-                                 "loop forever, or does each call do more than it needs? The check calls run() "
-                                 "about 2,160 times (2,050 of them on 1,025 files in turn, whose models it loads for "
-                                 "you at no cost): a call that reads its file once, and looks up the model of what "
-                                 f"it read, does little more than that read.{hint}.")
+            return Result(False, f"in the fresh Python, your code ran for {waited:.0f} s on the clock without "
+                                 f"finishing, using less than {limit:.0f} s of processor time: does it wait for "
+                                 f"something that never comes (a lock, a thread, a file)?{hint}.")
     lines = printed.splitlines()
+    if "OVER TIME" in lines:
+        return Result(False, f"in the fresh Python, your code used {limit:.0f} s of processor time without finishing: "
+                             "does it loop forever, or does each call do more than it needs? The check calls run() "
+                             "about 2,160 times (2,050 of them on 1,025 files in turn, whose models it loads for you "
+                             "at no cost): a call that reads its file once, and looks up the model of what it read, "
+                             f"does little more than that read.{hint}.")
     started = [int(line.split()[1]) for line in lines if line.startswith("CALLING ")]
     done = [json.loads(line.removeprefix("CALLED ")) for line in lines if line.startswith("CALLED ")]
     from_build = [json.loads(line.removeprefix("FROM THE BUILD ")) for line in lines

@@ -132,3 +132,12 @@ def test_a_python_answer_is_loaded_from_its_text_not_from_a_cached_pyc(tmp_path,
         os.utime(answer, ns=(10**18, 10**18))  # the same second both times
         loaded.append(toolkit.load_python(answer).VALUE)
     assert loaded == [1, 2]
+
+
+def test_a_loop_in_the_fresh_python_of_08_is_reported_in_processor_time(tmp_path):
+    # 08.load_before_aoti runs the reader's code in a fresh Python of its own: there too the limit is processor time
+    # (a loaded machine slows the clock, not the work), counted from before torch's import.
+    answer = tmp_path / "08_load_before_aoti.py"
+    answer.write_text("def run(model_pt2, x):\n    while True:\n        pass\n")
+    result = runner.run("08.load_before_aoti", answer, running_limit=6)
+    assert result.diagnosis.startswith("in the fresh Python, your code used 6 s of processor time without finishing")

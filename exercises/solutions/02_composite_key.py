@@ -6,7 +6,7 @@ not, 0-d too), on meta tensors (so torch.compile and torch.export can trace it),
 a gradient (on meta tensors too), in reverse and in forward mode (torch.func.jvp), that needs no autograd fallback. Its
 output is a new tensor for each call, as the schema promises, in the input's dtype (whatever torch.set_default_dtype
 says), at the input's precision, laid out as torch's elementwise operations lay it out (they keep the input's memory
-format). Your file keeps none of the calls' tensors.
+format), and it leaves x as it found it. Your file keeps none of the calls' tensors.
 """
 
 import torch

@@ -8,12 +8,12 @@
 // included, with every pair of dtypes the CPU kernel accepts, and compares its output with the CPU kernel's (shape,
 // dtype, device, strides where they matter: as torch compares them, those of dimensions longer than 1 in a tensor with
 // elements; a new tensor at each call, neither a view (of an input, or of a tensor the kernel made) nor an inference
-// tensor). It must refuse what the CPU kernel refuses (the check tries other dtypes, and a CPU tensor with a meta one,
-// empty ones too). Under torch.compile(dynamic=True) sizes are symbols: the check compiles a function that calls it
-// once, for three sizes, and calls it on sizes no trace knows (the count of x[x > 0], an unbacked symbol: in `a`, in
-// `b` and in both) and from four threads at once; sparse (COO, CSR) and mkldnn CPU tensors, which no kernel of outer's
-// computes for, must find none (nor may CUDA tensors, nor sparse fake ones, as torch.compile traces them: the check
-// reads the dispatch table).
+// tensor); the kernel keeps none of a call's tensors once it returns. It must refuse what the CPU kernel refuses (the
+// check tries other dtypes, and a CPU tensor with a meta one, empty ones too). Under torch.compile(dynamic=True) sizes
+// are symbols: the check compiles a function that calls it once, for three sizes, and calls it on sizes no trace knows
+// (the count of x[x > 0], an unbacked symbol: in `a`, in `b` and in both) and from four threads at once; sparse (COO,
+// CSR) and mkldnn CPU tensors, which no kernel of outer's computes for, must find none (nor may CUDA tensors, nor
+// sparse fake ones, as torch.compile traces them: the check reads the dispatch table).
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>

@@ -30,7 +30,7 @@ It calls `run`, in this order:
 - on one more release, for a caller whose default dtype is float64;
 - by one relative name from the folders of two releases in turn (a caller that changes its working directory);
 - on a release, then four times on it once torn (a copy cut off halfway, as a full disk or a killed deploy leaves
-  it), then on it once a complete release is deployed over it;
+  it), twice once an archive with no model is (the wrong file), then once a complete release is deployed over it;
 - from four threads at once, on a release not loaded yet, two by its name and two by a hard link (parallel requests);
 - on a file it has loaded, once a release of that model whose weights changed is deployed over it (the same size,
   times, first 4 MiB and last MiB, and CRC-32, the whole file's and each of its files': only the middle differs);

@@ -1506,17 +1506,25 @@ def _first_wrong_in_threads(call, arguments) -> str | None:
 def _outer_in_threads(outer) -> str | None:
     """Four threads tracing shapes at once: each call must get its own output's sizes, nothing shared between
     calls."""
-    def trace(n):
-        a, b = torch.empty(n, n + 1, device="meta"), torch.empty(n + 2, device="meta")
+    def trace(argument):
+        n, dtype_a, dtype_b = argument
+        a, b = torch.empty(n, n + 1, device="meta", dtype=dtype_a), torch.empty(n + 2, device="meta", dtype=dtype_b)
+        dtype = torch.promote_types(dtype_a, dtype_b)
         for _ in range(20000):  # a short kernel: many calls, for two threads to be in it at once
-            if (shape := tuple(outer(a, b).shape)) != (n, n + 1, n + 2):
-                return f"{(n, n + 1)} and {(n + 2,)} gave {shape}"
+            out = outer(a, b)
+            if (shape := tuple(out.shape)) != (n, n + 1, n + 2):
+                return "shape", f"{(n, n + 1)} and {(n + 2,)} gave {shape}"
+            if out.dtype != dtype:
+                return "dtype", f"{dtype_a} and {dtype_b} gave {out.dtype}"
         return None
 
     now_doing("calling outer from four threads at once (a crash here alone: something every call shares, a static "
               "variable?)")
-    if wrong := _first_wrong_in_threads(trace, (2, 5, 9, 13)):
-        return (f"called from four threads at once, on meta tensors, your Meta kernel gave a wrong shape ({wrong}): "
+    # Each thread its own sizes and dtypes: what one call leaves in a shared variable is wrong for another's.
+    f32, f64 = torch.float32, torch.float64
+    if wrong := _first_wrong_in_threads(trace, ((2, f32, f32), (5, f64, f64), (9, f32, f64), (13, f64, f32))):
+        kind, said = wrong
+        return (f"called from four threads at once, on meta tensors, your Meta kernel gave a wrong {kind} ({said}): "
                 "something in it is shared between calls (a static variable?), and calls in two threads overwrite it. "
                 "Each call's output is computed from that call's inputs alone (lesson 02, section 2: the Meta layer)")
     return None
@@ -1547,7 +1555,7 @@ def _meta_pairs_of_every_dtype() -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 @exercise("02.meta_kernel", "hard")
 def meta_kernel(path: Path) -> Result:
-    load_cpp("exercise02_outer", path, label="your 02_meta_kernel.cpp")
+    library = load_cpp("exercise02_outer", path, label="your 02_meta_kernel.cpp")
     outer = torch.ops.exercise02.outer
     problems = []
     thread = thread_state()  # the caller's: what every later call on this thread depends on
@@ -1736,10 +1744,31 @@ def meta_kernel(path: Path) -> Result:
             return Result(False, f"on meta tensors, {what}, your kernel returns shape {list(fake.shape)}, "
                                  f"{fake.dtype}, strides {list(fake.stride())}; the CPU kernel {list(real.shape)}, "
                                  f"{real.dtype}, {list(real.stride())} (lesson 02, section 2)")
-    if kept := _outer_keeps(outer):
+    if kept := _outer_keeps(outer) or _outer_statics(library):
         return Result(False, kept)
     return Result(True, "the CPU kernel's shape, dtype, device and strides on meta tensors of every shape and dtype, "
                         "its refusals, one compile for three sizes, a size no trace knows, and four threads at once")
+
+
+def _outer_statics(library: Path) -> str | None:
+    """The function-local static variables of the reader's library (readelf's symbol table: LOCAL OBJECT symbols named
+    `function(...)::name`; thread_local ones are TLS, and aside): one variable for every call and every thread, which
+    two threads tracing at once share. A race on one shows only now and then; the symbol is always there."""
+    import shutil
+    import subprocess
+
+    if shutil.which("readelf") is None:  # not on macOS: the threads above are all that looks there
+        return None
+    table = subprocess.run(["readelf", "-sW", "-C", str(library)], capture_output=True, text=True).stdout
+    rows = [line.split(None, 7) for line in table.splitlines()]
+    statics = [row[7] for row in rows if len(row) == 8 and row[3] == "OBJECT" and row[4] == "LOCAL"
+               and ")::" in row[7] and not row[7].startswith("guard variable")]
+    if not statics:
+        return None
+    return (f"your kernel's library holds {statics[0]}, a static variable of a function: one for every call and "
+            "every thread, so two threads tracing at once (torch.compile's, a server's) read what the other wrote "
+            "there. A race on it shows only now and then (the four threads above may have missed it); the variable "
+            "is always there. Keep what a call computes in the call's own variables (lesson 02, section 2)")
 
 
 def _outer_keeps(outer) -> str | None:
@@ -2323,6 +2352,17 @@ def _inplace_result_freed(op) -> list[str]:
                 "add_'s backward needs none of other's values, only its dtype. Yours keeps other, or a view or alias "
                 "of it (saved for backward, or kept on ctx: a detached one too), which it does not need (lesson 04, "
                 "section 1: what forward saves)"]
+    # And the written tensor, the caller's graph kept (a loss made from it) while it drops the tensor itself.
+    y = torch.ones(1000, requires_grad=True).clone()
+    freed = StorageWeakRef(y.untyped_storage())
+    loss = (op(y, torch.ones(1000, requires_grad=True)) * 2).sum()  # noqa: F841 - the graph, alive until the end
+    del y
+    if not freed.expired():
+        return ["y = x.clone(); loss = (add_(y, other) * 2).sum(); then the caller dropped y while the loss and its "
+                "graph live on (until a backward): y's memory is still held, where torch's own add_ frees it: "
+                "add_'s backward needs none of y's values. Yours keeps y, or a view or alias of it (saved for "
+                "backward, or kept on ctx: a detached one too), which it does not need (lesson 04, section 1: what "
+                "forward saves)"]
     return []
 
 
@@ -3698,11 +3738,16 @@ def _above_autograd_once(library, name: str, call, what: str, expected: torch.Te
     return None
 
 
+# The autograd functionalities torch's below-autograd guards exclude (c10's autograd_dispatch_keyset): the per-backend
+# Autograd keys' functionality, and the two keys with no backend of their own.
+_AUTOGRAD_FUNCTIONALITIES = ("AutogradFunctionality", "AutogradOther", "AutogradNestedTensor")
+
+
 @exercise("04.redispatch", "hard", on_crash=_redispatch_crash)
 def redispatch(path: Path) -> Result:
     import time
 
-    ran, conjugate_bit, given, guarded = [], [], [], []
+    ran, conjugate_bit, given, guarded, autograd_on = [], [], [], [], []
 
     def kernel(key: str):  # the kernels below autograd, each recording that it ran, and what it was given
         def run(x):
@@ -3712,6 +3757,10 @@ def redispatch(path: Path) -> Result:
             # Whether the aten calls a kernel makes inside (a view, a write) would skip ADInplaceOrView, as they do
             # under torch's own autograd kernels' guard.
             guarded.append(torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.ADInplaceOrView))
+            # And every autograd key: the per-backend ones (their functionality), AutogradOther (mkldnn, and other
+            # backends with no autograd key of their own) and AutogradNestedTensor, as torch's guard excludes them.
+            autograd_on.append([name for name in _AUTOGRAD_FUNCTIONALITIES if not
+                                torch._C._dispatch_tls_is_dispatch_key_excluded(getattr(torch._C.DispatchKey, name))])
             # A kernel that reads memory needs their fallbacks first: conjugate and negative views, a ZeroTensor.
             conjugate_bit.append(x.is_conj() or x.is_neg() or x._is_zerotensor())
             with torch._C._AutoDispatchBelowAutograd():  # as a C++ kernel computes: no autograd inside, no tangent
@@ -3763,12 +3812,14 @@ def redispatch(path: Path) -> Result:
                    lambda: torch.tensor(1.5, requires_grad=True), _recording_mode, "CPU")]
         more_seen = None  # (the case, what the mode saw) where it saw more than the call
         unguarded = None  # (the first case, its kernel) that ran with ADInplaceOrView on the thread
+        autograd_left = None  # (the first case, its kernel, the autograd keys) that ran with an autograd key on
         alive = []  # every case's x, until the check ends: none lands in an earlier one's memory, or gets its id()
         for what, make, context, key in cases:
             x = make()
             alive.append(x)
             ran.clear()
             guarded.clear()
+            autograd_on.clear()
             conjugate_bit.clear()
             autograd_runs.clear()
             try:
@@ -3826,6 +3877,8 @@ def redispatch(path: Path) -> Result:
                 more_seen = more_seen or (what, seen)  # said last: a diagnosis below may name the cause
             if guarded and not all(guarded):  # every backend's kernel: a meta one, a sparse one
                 unguarded = unguarded or (what, key)
+            if left_on := next(filter(None, autograd_on), None):
+                autograd_left = autograd_left or (what, key, left_on)
             if any(conjugate_bit):
                 bit, key_skipped = (("conjugate", "Conjugate") if x.is_conj() else ("zero", "ZeroTensor")
                                     if x._is_zerotensor() else ("negative", "Negative"))
@@ -4029,6 +4082,15 @@ def redispatch(path: Path) -> Result:
                                  "made below them (emit_call in torchgen/packaged/autograd/gen_variable_type.py)."
                                  "\nLook again at lesson 04, section "
                                  f"1 (why the guard), and {_PASSING_ON}")
+        if autograd_left:
+            what, key, left_on = autograd_left
+            return Result(False, f"on {what}, scale2's {key} kernel ran with {' and '.join(left_on)} not excluded on "
+                                 "the thread: the aten calls a backend kernel makes inside it go through autograd "
+                                 "again wherever their tensors' keysets hold that key (an mkldnn tensor's holds "
+                                 "AutogradOther, a nested one's AutogradNestedTensor), and record. A guard that names "
+                                 "some autograd keys leaves the others on: torch's generated autograd kernels hand the "
+                                 "call on under one that excludes every autograd key and ADInplaceOrView."
+                                 f"\nLook again at lesson 04, section 1 (why the guard), and {_PASSING_ON}")
         return Result(True, "below autograd, once, on the call's own backend (CPU, meta, sparse, nested, mkldnn), the "
                             "mode's key and those of conjugate and negative views kept, with a gradient; the thread's "
                             "state as it was, after a refused call too")
@@ -4241,10 +4303,11 @@ def register_autocast(path: Path) -> Result:
                 return f"{where}, {call}: {left}"
             except RuntimeError:
                 return None
+            kept = str(next(t.dtype for t in (a, b) if t.dtype != torch.float32)).removeprefix("torch.")
             return (f"{where}, {call} ran, its CPU kernel given {_dtype_names(received[-1])}: autocast casts each "
                     "eligible input (floating point, not float64) and leaves the others, so the kernel gets the "
-                    "float64 one as it is beside a bfloat16 one, and refuses them, as it refuses float32 and float64 "
-                    "outside a region. Deciding from one input casts a float64 one to bfloat16 (lesson 05, section 2: "
+                    f"{kept} one as it is beside a bfloat16 one, and refuses them, as it refuses float32 and {kept} "
+                    f"outside a region. Deciding from one input casts a {kept} one to bfloat16 (lesson 05, section 2: "
                     "what cached_cast casts)")
 
         def gradient(a, b, out) -> str | None:  # after the region (lesson 05, section 6: backward outside it)
@@ -4293,7 +4356,9 @@ def register_autocast(path: Path) -> Result:
                                              for dtype in (torch.float8_e5m2, torch.float8_e4m3fnuz,
                                                            torch.float8_e8m0fnu))), None)
                        or next(filter(None, (call("inside autocast", activation.to(dtype), weight.to(dtype), dtype)
-                                             for dtype in (torch.int8, torch.uint8, torch.complex128))), None))
+                                             for dtype in (torch.int8, torch.uint8, torch.complex128))), None)
+                       # An eligible input beside an integer one, which autocast leaves: only the first is cast.
+                       or mixed_refused("inside autocast", activation, weight.long()))
             with_grad_out = None if problem else op(*with_grad)
         problem = problem or gradient(*with_grad, with_grad_out)
         problem = problem or call("after the autocast region", activation, weight32, torch.float32)
@@ -7035,12 +7100,35 @@ def _layer_cost_keeps_timers(layer_cost) -> str | None:
 
     layer_cost(time_with, time_without, 9)
     del time_with, time_without, inputs
+    if alive() is not None:
+        return ("after a measurement returned and the caller dropped its timers, what they refer to (the operator's "
+                "inputs, a model) is still alive: something your file keeps holds the timers (a history of "
+                "measurements?), so every measurement's inputs stay in memory for the life of the process. A "
+                "measurement keeps nothing once it returns")
+    # And once a timer raised: an error kept (for a post-mortem) keeps its traceback, whose frames hold the timers.
+    inputs, calls = Inputs(), []
+    alive = weakref.ref(inputs)
+
+    def failing(inputs=inputs):
+        calls.append(None)
+        if len(calls) == 3:
+            raise RuntimeError("the timed call failed")
+        return 1.5
+
+    def time_without(inputs=inputs):
+        return 1.0
+
+    try:
+        layer_cost(failing, time_without, 9)
+    except RuntimeError:
+        pass
+    del failing, time_without, inputs
     if alive() is None:
         return None
-    return ("after a measurement returned and the caller dropped its timers, what they refer to (the operator's "
-            "inputs, a model) is still alive: something your file keeps holds the timers (a history of measurements?), "
-            "so every measurement's inputs stay in memory for the life of the process. A measurement keeps nothing "
-            "once it returns")
+    return ("after a measurement whose timer raised, once the caller had handled the error and dropped its timers, "
+            "what they refer to (the operator's inputs, a model) is still alive: something your file keeps holds the "
+            "timers (the error, kept for later? its traceback holds the frames of the calls it went through, and "
+            "their variables). A measurement keeps nothing once it is over, a failed one too")
 
 
 @exercise("07.layer_cost", "hard")
@@ -8230,6 +8318,15 @@ def load_before_aoti(path: Path) -> Result:
                     answer.run(torn, x)
                 except Exception:  # noqa: BLE001 - any refusal will do
                     pass
+            # Then a complete archive of a release's size that holds no model (the wrong file deployed): it opens as
+            # an archive, and each load fails past that.
+            with zipfile.ZipFile(torn, "w") as archive:
+                archive.writestr("data/blob", bytes({size}))
+            for _ in range(2):
+                try:
+                    answer.run(torn, x)
+                except Exception:  # noqa: BLE001 - any refusal will do
+                    pass
             grew = temporary_bytes() - temporary
             # Then the release deployed again, complete, over the torn file: the next call serves it (a load that
             # failed is not held against the name, nor against anything but those torn contents).
@@ -8330,7 +8427,9 @@ def load_before_aoti(path: Path) -> Result:
         except subprocess.TimeoutExpired:
             return Result(False, f"in the fresh Python, your code ran for {waited:.0f} s on the clock without "
                                  f"finishing, using less than {limit:.0f} s of processor time: does it wait for "
-                                 f"something that never comes (a lock, a thread, a file)?{hint}.")
+                                 "something that never comes (a lock, a thread, a file)? Or the machine could not "
+                                 "run it: too busy, or short of memory (what your code keeps: a server's memory "
+                                 f"grows with it).{hint}.")
     lines = printed.splitlines()
     if "OVER TIME" in lines:
         return Result(False, f"in the fresh Python, your code used {limit:.0f} s of processor time without finishing: "
@@ -8683,8 +8782,9 @@ def load_before_aoti(path: Path) -> Result:
                              "other contents now. The call on a name drops what that name led to, a call that fails "
                              f"too.{hint}.")
     if torn and torn[0]["temporary"] > 1.5 * size:  # a copy of the model served before may stay
-        return Result(False, f"in the fresh Python, a release torn over a served one (a copy cut off halfway), run() "
-                             f"called on its name four times, each call failing: {torn[0]['temporary'] / 2**20:.1f} "
+        return Result(False, f"in the fresh Python, a release torn over a served one (a copy cut off halfway), then "
+                             "an archive of its size that holds no model (the wrong file deployed), run() called on "
+                             f"the name six times, each call failing: {torn[0]['temporary'] / 2**20:.1f} "
                              "MB more stayed in the temporary folder (tempfile's, $TMPDIR) or the home folder (~, "
                              f"~/.cache), where the release was {size / 2**20:.1f} MB: a file run() writes there for "
                              "a load is left behind when the load fails (a removal that only runs after a load that "

@@ -4155,8 +4155,11 @@ def register_autocast(path: Path) -> Result:
     meetings, excluded_after = {}, {}
     refusals = []  # the error the CPU kernel raised last
     autocast_inside = []  # and whether autocast was on for the operations inside it, at its last call
+    answers, held_while_running = [], []  # the reader's module; a variable of it that held a tensor during a call
 
     def mm2(a, b):
+        if answers and not held_while_running and (name := _variable_holding_a_tensor(answers[0])):
+            held_while_running.append(name)
         if (meeting := meetings.get(threading.current_thread().name)) is not None:
             meeting[0].set()
             if meeting[1] is not None:
@@ -4180,6 +4183,7 @@ def register_autocast(path: Path) -> Result:
     with operator("mm2(Tensor a, Tensor b) -> Tensor", mm2):
         library = torch.library.Library("exercise", "IMPL")
         answer = load_python(path)  # kept: a Library the module holds lives as long as the module
+        answers.append(answer)
         # Registered in a process whose CPU autocast dtype was set to float16 (torch.set_autocast_dtype): the task's
         # bfloat16 is the task's, whatever the process's default at registration.
         default = torch.get_autocast_dtype("cpu")
@@ -4362,6 +4366,7 @@ def register_autocast(path: Path) -> Result:
             with_grad_out = None if problem else op(*with_grad)
         problem = problem or gradient(*with_grad, with_grad_out)
         problem = problem or call("after the autocast region", activation, weight32, torch.float32)
+        problem = problem or _mm2_cast_cache_kept(op)
         if not problem:
             weight32.mul_(10)
             with torch.no_grad():
@@ -4475,11 +4480,47 @@ def register_autocast(path: Path) -> Result:
                                  "life of the process. What an Autocast kernel casts is for its call; torch's "
                                  "cached_cast keeps a parameter's cast only until its region ends (lesson 05, section "
                                  "5: what cached_cast keeps, and for how long)")
+        if held_while_running:
+            return Result(False, f"while mm2's CPU kernel ran, your file held a tensor in its variable "
+                                 f"`{held_while_running[0]}`: a variable of the module is every thread's, so two "
+                                 "threads' regions at once (a threaded server) hand each other's tensors on, or "
+                                 "clear them under the other's call. A call's tensors live in the call's own "
+                                 "variables (lesson 05, section 2: what an Autocast kernel hands on)")
         return Result(True, "inside autocast mm2 ran in bfloat16 on float32, float16 and bfloat16 inputs, with "
                             "gradients, as it was on float64 and integer ones, in float32 after the region, on a "
                             "weight's and a parameter's new values in a second region, and in bfloat16 in a float16 "
                             "region and in one without the cast cache; the thread's state and autocast's settings as "
                             "they were after every call, a refused one too; the registration lives in your Library")
+
+
+def _mm2_cast_cache_kept(op) -> str | None:
+    """A call leaves autocast's cast cache as it found it: a parameter (a leaf that requires grad) that torch.mm cast
+    in the region before the call is not cast again by torch.mm after it. The cache holds such a cast for the whole
+    region, and the region's exit empties it (torch.clear_autocast_cache): a kernel that empties it has every weight
+    of the model cast again, at each call."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    activation, parameter = torch.randn(2, 3), torch.randn(3, 4, requires_grad=True)
+    casts = []
+
+    class CountingCasts(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._to_copy.default and args and args[0] is parameter:
+                casts.append(None)
+            return func(*args, **(kwargs or {}))
+
+    with torch.autocast("cpu"):
+        torch.mm(activation, parameter)  # cast once, and cached
+        op(activation, parameter)
+        with CountingCasts():
+            torch.mm(activation, parameter)
+    if not casts:
+        return None
+    return ("in a region, torch.mm(activation, parameter) (a parameter: a leaf that requires grad, whose cast autocast "
+            "keeps for the region), then mm2, then torch.mm again: the second torch.mm cast the parameter again. "
+            "Your kernel emptied autocast's cast cache (torch.clear_autocast_cache()?), which is the region's: every "
+            "operator's casts of every weight are made again after each mm2 call (lesson 05, section 5: what "
+            "cached_cast keeps, and for how long)")
 
 
 def _mm2_ineligible_untouched(op, received: list) -> str | None:

@@ -16,9 +16,9 @@ autocast's cast cache, in one under torch.no_grad() (an evaluation loop: no grap
 entered then, in twenty regions on new inputs (nothing of them kept once the caller drops them), and after `lib` is
 destroyed and register() given a new Library (a test's fixture, a plugin reloaded), then in two threads' regions at once
 (a threaded server: one region of bfloat16, one of float16); it records the dtypes its CPU kernel receives, compares the
-results and the gradients, and the thread's dispatch state and autocast's settings before and after each call and
-register() itself, and that the caller's tensors are left as they were, and your file keeps none of the calls' tensors
-once they are over.
+results and the gradients, and the thread's dispatch state and autocast's settings (its cast cache too) before and after
+each call and register() itself, and that the caller's tensors are left as they were, and that your file holds none of
+the calls' tensors, while a call runs or after it.
 """
 
 import torch

@@ -6007,6 +6007,15 @@ def vmap_rule(path: Path) -> Result:
                                          f"the call {changed}: your rule set what it changed to a value of its own, "
                                          "not back to what it found, and the rest of the caller's no_grad block "
                                          "runs so. A rule leaves the thread as it found it (lesson 06, section 6)")
+            # An x that requires grad (a model's weight, evaluated): no graph, as the fallback's loop records none.
+            out = torch.vmap(torch.ops.exercise.rowdot, in_dims=(0, None))(torch.randn(4, 5, 6, requires_grad=True),
+                                                                           torch.randn(5, 6))
+            if out.requires_grad:
+                return Result(False, "called inside torch.no_grad() (an evaluation loop), with x [4, 5, 6] that "
+                                     "requires grad batched in dimension 0: the result requires grad, so the call "
+                                     "recorded what the caller switched off (its memory held through the loop, and "
+                                     ".numpy() on the result refused): your rule turned grad mode on for its kernel's "
+                                     "call. A rule runs in the caller's grad mode (lesson 06, section 6)")
         return Result(True, "one call, whichever inputs are batched and wherever their batch is, for empty batches, "
                             "float64 and int64 too, on an input's new values, and on new inputs in freed memory; "
                             "what the kernel refuses, refused; the caller's grad mode kept, inside no_grad too")

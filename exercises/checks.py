@@ -1332,21 +1332,16 @@ def _softplus2_keeps_nothing(op) -> str | None:
     """A call's input and output are freed as soon as the caller drops them, by reference counting, as torch's own
     operators' are: nothing of the reader's (a default argument, a function's attribute, a closure) keeps them."""
     import gc
-    import weakref
 
     for device, requires_grad in (("cpu", False), ("cpu", True), ("meta", True)):
-        gc.disable()  # a cycle would wait for the collector: freed late, not at once
-        try:
+        def call():
             x = torch.randn(4, device=device, requires_grad=requires_grad)
-            out = op(x)
-            refs = {"input": weakref.ref(x), "output": weakref.ref(out)}
-            del x, out
-            kept = [what for what, ref in refs.items() if ref() is not None]
-        finally:
-            gc.enable()
-        if kept:
+            return x, op(x)
+
+        dropped = dict(zip(("input", "output"), _kept_once_dropped(call)))
+        if kept := [what for what, (alive, _) in dropped.items() if alive]:
             gc.collect()
-            until = ("until Python's cycle collector runs" if all(refs[what]() is None for what in kept)
+            until = ("until Python's cycle collector runs" if all(dropped[what][1]() is None for what in kept)
                      else "for good")
             grad = ", requiring grad" if requires_grad else ""
             return (f"a call's {' and '.join(kept)} ({device}{grad}), dropped by the caller, stayed alive {until}: "
@@ -1775,17 +1770,12 @@ def _outer_keeps(outer) -> str | None:
     """A call's inputs and output are freed as soon as the caller drops them, as torch's own kernels' are: nothing of
     the kernel's (a static, a global) keeps one. (A tensor made in C++ that C++ still holds keeps its Python object
     alive too: torch preserves it.)"""
-    import gc
-
-    gc.disable()  # a cycle would wait for the collector: freed late, not at once
-    try:
+    def call():
         a, b = torch.empty(2, 3, device="meta"), torch.empty(4, device="meta")
-        out = outer(a, b)
-        refs = {"the input `a`": weakref.ref(a), "the input `b`": weakref.ref(b), "the output": weakref.ref(out)}
-        del a, b, out
-        kept = [what for what, ref in refs.items() if ref() is not None]
-    finally:
-        gc.enable()
+        return a, b, outer(a, b)
+
+    kept = [what for what, (alive, _) in zip(("the input `a`", "the input `b`", "the output"), _kept_once_dropped(call))
+            if alive]
     if not kept:
         return None
     return (f"{' and '.join(kept)} of a call on meta tensors stayed alive once the caller dropped them: something of "
@@ -2308,13 +2298,20 @@ def _outlives_its_last_reference(make) -> bool:
     """Whether the tensor `make()` returns stays alive once its last reference is dropped, with the cycle collector
     off: torch's own outputs are freed at once, by reference counting; one the graph points back at (through an
     attribute of ctx) waits for the collector."""
+    (kept, _), = _kept_once_dropped(lambda: (make(),))
+    return kept
+
+
+def _kept_once_dropped(make) -> list[tuple[bool, weakref.ref]]:
+    """For each object of the tuple `make()` returns: whether it is still alive once dropped, read with the cycle
+    collector off (reference counting frees what nothing else holds, at once; a cycle waits for the collector), and a
+    weak reference to it, to read again later."""
     import gc
-    import weakref
 
     gc.disable()
     try:
-        alive = weakref.ref(make())
-        return alive() is not None
+        refs = [weakref.ref(made) for made in make()]
+        return [(ref() is not None, ref) for ref in refs]
     finally:
         gc.enable()
 

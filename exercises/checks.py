@@ -1094,15 +1094,38 @@ def _set_backend_switches(switches: tuple) -> None:
     (torch.backends.mkldnn.enabled, cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32) = switches
 
 
+def _process_state_differs(before: dict) -> list[str]:
+    """What of the process's state differs from `before` (_process_state()) now."""
+    now = _process_state()
+    return [what for what, (old, _) in before.items()
+            if not (torch.equal(old, now[what][0]) if isinstance(old, torch.Tensor) else old == now[what][0])]
+
+
 def _process_state_changed(before: dict) -> str:
     """'' where the process's state is as `before` (_process_state()); else what changed, which is set back."""
-    changed, now = [], _process_state()
-    for what, (old, restore) in before.items():
-        new = now[what][0]
-        if not (torch.equal(old, new) if isinstance(old, torch.Tensor) else old == new):
-            changed.append(what)
-            restore(old)
+    changed = _process_state_differs(before)
+    for what in changed:
+        before[what][1](before[what][0])
     return " and ".join(changed)
+
+
+def _process_state_while_running(call) -> tuple[str, list[str]] | None:
+    """(an operation `call` made, what of the process's state differed there from the caller's), for the first
+    where any did, seen by a TorchDispatchMode below the kernel; None where none did. A setting changed and set back
+    inside a call is every thread's while it is changed."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    before, seen = _process_state(), []
+
+    class Watching(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not seen and (differs := _process_state_differs(before)):
+                seen.append((func._schema.name, differs))
+            return func(*args, **(kwargs or {}))
+
+    with Watching():
+        call()
+    return seen[0] if seen else None
 
 
 def _other_dtypes_computed(op, x: torch.Tensor) -> list[tuple[str, torch.dtype]]:
@@ -1318,6 +1341,13 @@ def composite_key(path: Path) -> Result:
                             "step after step. A kernel returns its output and keeps nothing")
         if not problems and (told := _softplus2_keeps_nothing(op) or _softplus2_input_left_alone(op)):
             problems.append(told)
+        if not problems and (seen := _process_state_while_running(
+                lambda: op(torch.tensor([-1.0, 0.5, 3.0], dtype=torch.float64)))):
+            operation, differs = seen
+            problems.append(f"on a float64 x, when your kernel called {operation}, {' and '.join(differs)} differed "
+                            "from the caller's: set and set back inside the call, it is every thread's meanwhile (a "
+                            "data loader's workers, a server's requests make their tensors by it). A kernel reads "
+                            "the input's dtype from the input, and changes nothing of the process's")
         if answer.KEY == "CompositeImplicitAutograd":  # the key is right: the kernel is at fault
             hint = ("\nThe key is right; look at the kernel. Lesson 02, sections 3 and 4: a composite kernel runs on "
                     "every kind of tensor that reaches it, with autograd watching: torch operations only, in the "
@@ -4146,6 +4176,8 @@ def register_autocast(path: Path) -> Result:
     import threading
 
     received = []  # the dtypes each call of mm2's CPU kernel received
+    received_memory = []  # and where the last call's inputs' elements are
+    copies = []  # the first call whose kernel received a copy of an input already of the dtype it needs
     seen = []  # and the tensors, as weak references
     # The two-thread step's: a thread's name -> (the event it sets in mm2's CPU kernel, the one it then waits for),
     # and, by name, whether AutocastCPU was excluded there once it went on.
@@ -4164,6 +4196,7 @@ def register_autocast(path: Path) -> Result:
             excluded_after[threading.current_thread().name] = torch._C._dispatch_tls_is_dispatch_key_excluded(
                 torch._C.DispatchKey.AutocastCPU)
         received.append((a.dtype, b.dtype))
+        received_memory[:] = [a.data_ptr(), b.data_ptr()]
         seen.extend((weakref.ref(a), weakref.ref(b)))
         # Whether the torch operations inside this kernel would be autocast again (the region on, not excluded)
         autocast_inside[:] = [torch.is_autocast_enabled("cpu") and not torch._C._dispatch_tls_is_dispatch_key_excluded(
@@ -4266,6 +4299,13 @@ def register_autocast(path: Path) -> Result:
                          "only until its region ends (lesson 05, section 5: what cached_cast keeps, and for how long)"
                          if "written into" in where else "")
                 return f"{what} returned {dtype}, but not the product of the inputs cast to {dtype}{stale}"
+            if not copies and (copied := [name for name, tensor, memory in zip("ab", (a, b), received_memory)
+                                          if tensor.dtype == dtype and tensor.numel() and tensor.data_ptr() != memory]):
+                copies.append(f"{what}: mm2's CPU kernel received a copy of {' and '.join(copied)}, already {dtype}: a "
+                              "cast to the dtype a tensor has is the tensor itself (tensor.to(dtype) returns it; "
+                              "copy=True or a clone copies it, a weight's every element at every call). "
+                              "register_autocast's kernel casts with value.to(dtype) (torch/_library/custom_ops.py, "
+                              "_cast; lesson 05, section 7)")
             return None
 
         def refused(where: str) -> str | None:
@@ -4483,6 +4523,8 @@ def register_autocast(path: Path) -> Result:
                                  "threads' regions at once (a threaded server) hand each other's tensors on, or "
                                  "clear them under the other's call. A call's tensors live in the call's own "
                                  "variables (lesson 05, section 2: what an Autocast kernel hands on)")
+        if copies:
+            return Result(False, copies[0])
         return Result(True, "inside autocast mm2 ran in bfloat16 on float32, float16 and bfloat16 inputs, with "
                             "gradients, as it was on float64 and integer ones, in float32 after the region, on a "
                             "weight's and a parameter's new values in a second region, and in bfloat16 in a float16 "
@@ -5778,6 +5820,16 @@ def _vmap_rule_gradients() -> str | None:
     return None
 
 
+def _vmap_fallback_warns(unbatched) -> bool:
+    """Whether vmap over `unbatched`, an operator with no batching rule, warns of the fallback's cost, as functorch
+    does unless torch._C._functorch._set_vmap_fallback_warning_enabled(False) switched it off (for the process; torch
+    has no getter: the warning is the way to ask)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.vmap(unbatched)(torch.ones(2, 3))
+    return any("performance drop" in str(warning.message) for warning in caught)
+
+
 @exercise("06.vmap_rule", "hard")
 def vmap_rule(path: Path) -> Result:
     calls, returned, altered = [], [], []
@@ -5789,12 +5841,23 @@ def vmap_rule(path: Path) -> Result:
         calls.append((x.shape[0], x.dtype))  # the rows, and their dtype
         return (x * y).sum(1)
 
-    yours = load_python(path).rowdot_rule
+    with operator("unbatched(Tensor x) -> Tensor", lambda x: x * 2):  # an operator with no rule: vmap's fallback
+        fallback_warned = _vmap_fallback_warns(torch.ops.exercise.unbatched.default)
+        module = load_python(path)
+        import_silenced = fallback_warned and not _vmap_fallback_warns(torch.ops.exercise.unbatched.default)
+    yours, set_by_a_call = module.rowdot_rule, []
 
     def rule(info, in_dims, x, y):  # the reader's rule, and what it returned: vmap may raise on it after it returns
         plain = not any(torch._C._functorch.is_batchedtensor(t) for t in (x, y))  # inside vmap(vmap(...)): batched
         given = [(t.shape, t.stride(), None if t.is_meta or not plain else t.clone()) for t in (x, y)]  # meta: no data
-        out = yours(info, in_dims, x, y)
+        variables = {name: id(value) for name, value in vars(module).items()}
+        try:
+            out = yours(info, in_dims, x, y)
+        finally:
+            # Set anew by a call, not set once (a cache of an operator, filled at the first call, is the same after)
+            if not set_by_a_call and (names := [name for name, value in vars(module).items()
+                                                if name in variables and variables[name] != id(value)]):
+                set_by_a_call.append(names)
         returned.append(out)
         for name, t, (shape, stride, values) in zip("xy", (x, y), given):
             if (t.shape, t.stride()) != (shape, stride):
@@ -6013,6 +6076,19 @@ def vmap_rule(path: Path) -> Result:
                                      "recorded what the caller switched off (its memory held through the loop, and "
                                      ".numpy() on the result refused): your rule turned grad mode on for its kernel's "
                                      "call. A rule runs in the caller's grad mode (lesson 06, section 6)")
+        if import_silenced:
+            return Result(False, "once your file was imported, vmap's fallback no longer warns of an operator with no "
+                                 "batching rule (\"There is a performance drop...\"), for every operator of the "
+                                 "process: a switch of the whole process "
+                                 "(torch._C._functorch._set_vmap_fallback_warning_enabled), which tells every other "
+                                 "user of vmap where a rule is missing. A rule changes nothing outside its call "
+                                 "(lesson 06, section 6)")
+        if set_by_a_call:
+            return Result(False, f"a call of your rule set your file's variable(s) {', '.join(set_by_a_call[0])} "
+                                 "anew: a module's variables are shared by every thread and outlive the call, so two "
+                                 "threads that vmap rowdot at once (a data loader's workers, a server's requests) "
+                                 "read each other's, and what one holds (a batch, its graph) stays alive after the "
+                                 "call. What a call needs stays in its own variables (lesson 06, section 6)")
         return Result(True, "one call, whichever inputs are batched and wherever their batch is, for empty batches, "
                             "float64 and int64 too, on an input's new values, and on new inputs in freed memory; "
                             "what the kernel refuses, refused; the caller's grad mode kept, inside no_grad too")
@@ -6375,7 +6451,8 @@ def _not_from_the_rounds(result: tuple, differences: list[float]) -> str | None:
         middle = ordered[(n - 1) // 2], ordered[n // 2]
         if n % 2 == 0 and any(abs(median - value) < 1e-9 for value in middle):
             return (f"your median, {median:.3f} µs, is one of the two middle differences of {n} rounds: the median of "
-                    "an even number of values lies between its two middle ones (torch's median() gives the lower one)")
+                    "an even number of values is the mean of its two middle ones, not either of them (torch's median() "
+                    "returns the lower one, so it is not that median)")
         true = statistics.median(ordered)
         off = abs(median - true)
         why = (": the precision of float32, not of Python's floats" if off <= 1e-5 * abs(true)
@@ -7624,6 +7701,7 @@ def load_before_aoti(path: Path) -> Result:
 
     from .toolkit import WATCHDOG
 
+    now_doing("building the wheel, exporting the models and writing the releases the fresh Python is given")
     installed = shipping.install(shipping.build_wheel())
     build.load_all("schemas", "cpu", "meta", "composite")
     generator = torch.Generator().manual_seed(1)
@@ -8149,6 +8227,16 @@ def load_before_aoti(path: Path) -> Result:
                     pass
             print("AFTER REFUSALS", json.dumps({{"grew": (grew := len(models_mapped()) - before)}}))
             stop_unless(grew == 0)
+            # And one from a caller that did not set AOTI_RUNTIME_CHECK_INPUTS: the model's library read the variable
+            # at its first call (a static in the generated wrapper: cpp_wrapper_cpu.py), so it refuses it still, and
+            # the environment is as that caller left it (run_watched compares it).
+            checking = os.environ.pop("AOTI_RUNTIME_CHECK_INPUTS")
+            try:
+                with contextlib.suppress(Exception):  # the package's refusal, whatever its type
+                    answer.run(model_pt2, x.double())
+            finally:
+                os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = checking
+            stop_unless(not environment_changed)
             # The same file, unchanged, by other names: a symbolic link to it (as a deploy tool or a config may give
             # it), and a hard link made before any load (cp -al, rsync --link-dest: a name of its own, one inode).
             another_name = os.path.join(os.path.dirname(model_pt2), "another_name.pt2")
@@ -8469,6 +8557,7 @@ def load_before_aoti(path: Path) -> Result:
 
         cpu_vec_isa.pick_vec_isa()
         waited = limit * (WATCHDOG.WALL_FACTOR - 1)  # on the clock: within the runner's own wall-clock limit
+        now_doing(f"running your run() in the fresh Python (at most {waited:.0f} s on the clock)")
         try:
             printed = shipping.run_python(program, Path(site), check=False, timeout=waited)
         except subprocess.TimeoutExpired:
@@ -9608,6 +9697,7 @@ def _mul_out_problems() -> list[str]:
     """What a kernel for aten::mul.out at PrivateUse1 must do on the device: [] when it does."""
     problems = []
     kernel_only = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
+    repointed = []  # once your kernel was seen to call aten::set_ on the device
     grad_mode = torch.is_grad_enabled()
     # The process's settings too (the random numbers aside: the check draws its inputs between the calls).
     process = {what: setting for what, setting in _process_state().items() if "random" not in what}
@@ -9633,7 +9723,19 @@ def _mul_out_problems() -> list[str]:
 
     def call(arguments):  # straight to your kernel: the autograd kernel above it returns out whatever yours returns
         self, other, out = arguments
-        return torch.ops.aten.mul.out.redispatch(kernel_only, self, other, out=out)
+        with trace.recording() as events:
+            returned = torch.ops.aten.mul.out.redispatch(kernel_only, self, other, out=out)
+        # A tensor pointed at other memory (set_): the device's fallback serves set_ by running it on CPU copies and
+        # writing the result back into the tensor's own memory, so out holds the product here all the same.
+        if not repointed and any(event.op.startswith("aten::set_") and event.key == "PrivateUse1" for event in events):
+            repointed.append(None)
+            problems.append("your kernel called aten::set_ on the device, which points a tensor at other memory: here "
+                            "the device's boxed fallback serves set_, and writes what it computed back into out's own "
+                            "memory, so out holds the product all the same; on a backend with a set_ kernel of its "
+                            "own (CPU's, CUDA's, your device's once it has one) out is pointed at the product's "
+                            "memory, and a caller's buffer that out is a view of is never written. An out= kernel "
+                            "resizes out where it is and writes into it")
+        return returned
 
     def raised(case: str, error: Exception) -> str:
         if isinstance(error, RecursionError):

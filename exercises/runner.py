@@ -33,6 +33,18 @@ def _where(error: BaseException, path: str) -> str:
     return f" (line {frames[-1].lineno} of your file)" if frames else ""
 
 
+def _said(output: str) -> list[str]:
+    """The child's lines but compiler progress and a C++ backtrace's frames (c10::Error prints them): the lines
+    before those say what was running."""
+    return [line for line in output.splitlines() if line.strip() and not progress.is_progress_line(line)
+            and not re.match(r"\s*(frame #\d+: |<omitting python frames>)", line)]
+
+
+def _doing(said: list[str]) -> str | None:
+    """What the check last said it was doing (toolkit.now_doing), if it said."""
+    return next((line.removeprefix(NOW_DOING) for line in reversed(said) if line.startswith(NOW_DOING)), None)
+
+
 def check_here(exercise_id: str, path: str, verdict: str, stacks: str, running_limit: float) -> None:
     """In the child: run the check on `path`, write the Result to the file `verdict` as JSON. Should the reader's code
     run longer than `running_limit` seconds, the watchdog writes the Python stacks to the file `stacks` and ends the
@@ -90,8 +102,11 @@ def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float
             try:
                 returncode = child.wait(timeout)
             except TimeoutError:  # leaving the `with` kills the child
-                return Result(False, f"the check did not finish within {timeout:.0f} s, builds included: does your "
-                                     "code loop forever?")
+                log.seek(0)
+                doing = _doing(_said(log.read()))
+                return Result(False, f"the check did not finish within {timeout:.0f} s, builds included"
+                                     + (f" (the check was {doing})" if doing else "") + ": does your code loop "
+                                     "forever? (A machine busy with other work slows a check too.)")
         if returncode == 0 and (written := verdict.read()):
             return Result(**json.loads(written))
         log.seek(0)  # the child wrote through a descriptor that shares this file's offset, now at its end
@@ -105,11 +120,8 @@ def run(exercise_id: str, path: Path, timeout: float = 600, running_limit: float
         waited = running_limit * WATCHDOG.WALL_FACTOR
         return Result(False, f"your code ran for {waited:g} s without finishing{where}, using little of the "
                              "processor: does it wait for something that never comes?")
-    # Not a C++ backtrace's frames (c10::Error prints them): the lines before them say what was running.
-    said = [line for line in output.splitlines() if line.strip() and not progress.is_progress_line(line)
-            and not re.match(r"\s*(frame #\d+: |<omitting python frames>)", line)]
-    last = said[-1] if said else ""
-    doing = next((line.removeprefix(NOW_DOING) for line in reversed(said) if line.startswith(NOW_DOING)), None)
+    said = _said(output)
+    last, doing = said[-1] if said else "", _doing(said)
     if returncode < 0:
         why = EXERCISES[exercise_id].on_crash
         return Result(False, f"the check's process died ({signal.Signals(-returncode).name}) while running your code"

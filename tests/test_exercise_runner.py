@@ -87,6 +87,16 @@ def test_code_that_never_finishes_is_reported_with_its_line(tmp_path, code, runn
     assert time.monotonic() - start < 30
 
 
+def test_a_check_past_its_time_says_what_it_was_doing(tmp_path):
+    # The whole check's limit, builds included (08.load_before_aoti's takes minutes): the step it had reached.
+    answer = tmp_path / "01_schema.py"
+    answer.write_text(f"import time\n\nprint({toolkit.NOW_DOING!r} + 'running it in a fresh Python', flush=True)\n"
+                      "time.sleep(60)\n")
+    assert runner.run("01.schema", answer, timeout=10).diagnosis == (
+        "the check did not finish within 10 s, builds included (the check was running it in a fresh Python): does "
+        "your code loop forever? (A machine busy with other work slows a check too.)")
+
+
 def test_a_slow_machine_is_not_a_loop(tmp_path):
     # Sleeping uses no processor time: code that takes longer on the clock than the running limit, as on a loaded
     # machine, is judged on what it did.

@@ -15,7 +15,8 @@ and counts the kernel's calls, and the rows and the dtype each takes; it keeps a
 second; it also hands it inputs the kernel refuses for each example (two shapes, two dtypes, three dimensions, one or
 none, batched or not; in an empty batch too), which the rule refuses with a RuntimeError, as the kernel does, and calls
 it again on an input written in between (in place, and through `.data`). After each call, a refused one too, the
-thread's state (grad mode, the dispatch key sets) must be as it was.
+thread's state (grad mode, the dispatch key sets) and your file's variables must be as they were; and importing your
+file changes no setting of the process.
 """
 
 import torch

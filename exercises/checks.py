@@ -1348,6 +1348,12 @@ def composite_key(path: Path) -> Result:
                             "from the caller's: set and set back inside the call, it is every thread's meanwhile (a "
                             "data loader's workers, a server's requests make their tensors by it). A kernel reads "
                             "the input's dtype from the input, and changes nothing of the process's")
+        if not problems and op(torch.randn(3))._is_view():
+            problems.append("the output is a view (of a tensor made inside the call), where the schema's `-> Tensor` "
+                            "promises a new tensor: autograd treats a view otherwise, so an output made under no_grad "
+                            "and written into in place with grad mode on is refused (\"A view was created in no_grad "
+                            "mode and is being modified inplace with grad mode enabled\"), where torch's own "
+                            "operators' outputs are not")
         if answer.KEY == "CompositeImplicitAutograd":  # the key is right: the kernel is at fault
             hint = ("\nThe key is right; look at the kernel. Lesson 02, sections 3 and 4: a composite kernel runs on "
                     "every kind of tensor that reaches it, with autograd watching: torch operations only, in the "
@@ -7255,11 +7261,49 @@ def _layer_cost_keeps_timers(layer_cost) -> str | None:
             "their variables). A measurement keeps nothing once it is over, a failed one too")
 
 
+def _held_by(module) -> int:
+    """How many objects the reader's module holds through its variables and the lists, tuples, dicts, sets and deques
+    in them (functions, classes and modules aside: what the file defines, not what its calls keep)."""
+    import collections
+    import types
+
+    seen, stack = set(), [value for name, value in vars(module).items() if not name.startswith("__")]
+    while stack:
+        value = stack.pop()
+        skipped = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)
+        if id(value) in seen or isinstance(value, skipped):
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            stack.extend([*value.keys(), *value.values()])
+        elif isinstance(value, (list, tuple, set, frozenset, collections.deque)):
+            stack.extend(value)
+    return len(seen)
+
+
+def _layer_cost_keeps_measurements(layer_cost, module) -> str | None:
+    """Nor what it measured: five more measurements leave the file's variables holding no more than before."""
+    def measure():
+        layer_cost(lambda: 1.5, lambda: 1.0, 9)
+
+    measure()  # what a first call sets up once (a cache of its own) is not a measurement kept
+    before = _held_by(module)
+    for _ in range(5):
+        measure()
+    if (grown := _held_by(module) - before) <= 0:
+        return None
+    return (f"after five more measurements, your file's variables hold {grown} more objects than before them: "
+            "something of each measurement is kept (a history of differences or results?), so the process's memory "
+            "grows with every measurement for as long as it runs, and two threads measuring at once add to one "
+            "collection. A measurement keeps nothing once it returns")
+
+
 @exercise("07.layer_cost", "hard")
 def layer_cost(path: Path) -> Result:
     _watching_freezes()
     imported = _layer_cost_settings()
-    answer = load_python(path).layer_cost
+    module = load_python(path)
+    answer = module.layer_cost
     if changed := _layer_cost_differing(imported, _layer_cost_settings()):
         return Result(False, f"importing your file changed the process's settings: {changed}. A measurement, and the "
                              "file that holds it, leave the process as they found it")
@@ -7471,7 +7515,7 @@ def layer_cost(path: Path) -> Result:
                  or _layer_cost_timers_see_the_callers_settings(answer)
                  or _on_the_clock(_layer_cost_nested_at_every_call, answer,
                                   "a measurement inside every call of another's timer")
-                 or _layer_cost_keeps_timers(answer)):
+                 or _layer_cost_keeps_timers(answer) or _layer_cost_keeps_measurements(answer, module)):
         return Result(False, wrong)
     return Result(True, "right on steady, drifting, spiky, quiet and noisy machines, over an odd and an even number of "
                         "rounds, silent on noise, a coarse timer's included, measured anew on each call, on the "
@@ -9655,6 +9699,11 @@ def _mul_out_cases() -> tuple[dict, dict, dict]:
         "a CPU `other` beside a float64 `self` and `out`": ("other", lambda to: (
             to(torch.ones(3, dtype=torch.float64)), torch.ones(3, dtype=torch.float64),
             to(torch.zeros(3, dtype=torch.float64)))),
+        # In place through out= (torch.mul(x, 2.5, out=x)): x.mul_(2.5) is refused above this kernel, this is not.
+        "an int64 `out` that is `self` itself, times a 0-dim CPU 2.5 (torch.mul(x, 2.5, out=x)): a float32 product": (
+            None, lambda to: ((same := to(torch.arange(4))), torch.tensor(2.5), same)),
+        "an int64 `out` that is `other` itself, a float32 `self` times it: a float32 product": (
+            None, lambda to: (to(torch.full((4,), 2.5)), (same := to(torch.arange(4))), same)),
     }
     return plain, harder, refused
 
@@ -9862,10 +9911,13 @@ def _mul_out_problems() -> list[str]:
                 continue
             settings_left(f"on {case}")
             self, other, out = arguments
+            product = torch.result_type(self, other)
             problems.append(f"{case} was accepted: " + (
                 "mixed devices must be refused" if on_the_cpu else
-                "aten's out= kernels will not resize an `out` that is also an input" if out is self or out is other
-                else f"out can't hold the {torch.result_type(self, other)} product, and aten's out= kernels refuse it"))
+                f"out can't hold the {product} product, and aten's out= kernels refuse it"
+                + (", `out` an input too" if out is self or out is other else "")
+                if not torch.can_cast(product, out.dtype) else
+                "aten's out= kernels will not resize an `out` that is also an input"))
     if not problems:  # a call made inside torch.no_grad() leaves grad mode off, as the caller has it
         with torch.no_grad():
             x = torch.randn(3, 4).to(device.NAME)

@@ -5848,9 +5848,10 @@ def vmap_rule(path: Path) -> Result:
         return (x * y).sum(1)
 
     with operator("unbatched(Tensor x) -> Tensor", lambda x: x * 2):  # an operator with no rule: vmap's fallback
-        fallback_warned = _vmap_fallback_warns(torch.ops.exercise.unbatched.default)
+        fallback_warned, filters = _vmap_fallback_warns(torch.ops.exercise.unbatched.default), list(warnings.filters)
         module = load_python(path)
         import_silenced = fallback_warned and not _vmap_fallback_warns(torch.ops.exercise.unbatched.default)
+        filtered_by = "importing your file" if list(warnings.filters) != filters else None
     yours, set_by_a_call = module.rowdot_rule, []
 
     def rule(info, in_dims, x, y):  # the reader's rule, and what it returned: vmap may raise on it after it returns
@@ -6088,6 +6089,12 @@ def vmap_rule(path: Path) -> Result:
                                  "process: a switch of the whole process "
                                  "(torch._C._functorch._set_vmap_fallback_warning_enabled), which tells every other "
                                  "user of vmap where a rule is missing. A rule changes nothing outside its call "
+                                 "(lesson 06, section 6)")
+        if filtered_by := filtered_by or (list(warnings.filters) != filters and "a call of your rule"):
+            return Result(False, f"{filtered_by} changed Python's warning filters (warnings.filters): a setting of "
+                                 "the whole process, so a filter that hides vmap's \"There is a performance "
+                                 "drop...\" hides it for every operator and every other user of vmap, where it "
+                                 "tells them a rule is missing. A rule changes nothing outside its call "
                                  "(lesson 06, section 6)")
         if set_by_a_call:
             return Result(False, f"a call of your rule set your file's variable(s) {', '.join(set_by_a_call[0])} "

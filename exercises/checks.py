@@ -5851,7 +5851,7 @@ def vmap_rule(path: Path) -> Result:
         fallback_warned, filters = _vmap_fallback_warns(torch.ops.exercise.unbatched.default), list(warnings.filters)
         module = load_python(path)
         import_silenced = fallback_warned and not _vmap_fallback_warns(torch.ops.exercise.unbatched.default)
-        filtered_by = "importing your file" if list(warnings.filters) != filters else None
+        filtered_at_import = list(warnings.filters) != filters
     yours, set_by_a_call = module.rowdot_rule, []
 
     def rule(info, in_dims, x, y):  # the reader's rule, and what it returned: vmap may raise on it after it returns
@@ -6090,8 +6090,9 @@ def vmap_rule(path: Path) -> Result:
                                  "(torch._C._functorch._set_vmap_fallback_warning_enabled), which tells every other "
                                  "user of vmap where a rule is missing. A rule changes nothing outside its call "
                                  "(lesson 06, section 6)")
-        if filtered_by := filtered_by or (list(warnings.filters) != filters and "a call of your rule"):
-            return Result(False, f"{filtered_by} changed Python's warning filters (warnings.filters): a setting of "
+        if filtered_at_import or list(warnings.filters) != filters:
+            by = "importing your file" if filtered_at_import else "a call of your rule"
+            return Result(False, f"{by} changed Python's warning filters (warnings.filters): a setting of "
                                  "the whole process, so a filter that hides vmap's \"There is a performance "
                                  "drop...\" hides it for every operator and every other user of vmap, where it "
                                  "tells them a rule is missing. A rule changes nothing outside its call "
